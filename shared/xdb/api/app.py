@@ -1,0 +1,78 @@
+"""The engine API: iWF's server API on a powertools HTTP resolver.
+
+Requests are validated with the pydantic wire models (unknown fields are rejected);
+errors become iWF ``ErrorResponse`` bodies with the status from :mod:`xdb.api.errors`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from pydantic import BaseModel, ValidationError
+
+from xdb.api.errors import status_of
+from xdb.core.errors import XdbError
+from xdb.engine import processes
+from xdb.engine.runtime import engine
+from xdb.model import wire
+from xdb.model.wire import ErrorResponse, ErrorSubStatus
+
+app = APIGatewayHttpResolver()
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _json(status: int, body: dict[str, Any]) -> Response:
+    return Response(status_code=status, content_type="application/json", body=json.dumps(body))
+
+
+def _body(model: type[M]) -> M:
+    raw = app.current_event.body or ""
+    return model.model_validate_json(raw or "{}")
+
+
+def _ok(result: wire._Wire | None) -> Response:
+    return _json(200, result.dump() if result is not None else {})
+
+
+def _route(path: str, model: type[M], use_case: Callable[[Any, M], wire._Wire | None]) -> None:
+    def handler() -> Response:
+        return _ok(use_case(engine(), _body(model)))
+
+    handler.__name__ = "post_" + path.strip("/").replace("/", "_")
+    app.post(path)(handler)
+
+
+_route("/api/v1/workflow/start", wire.WorkflowStartRequest, processes.start)
+_route("/api/v1/workflow/get", wire.WorkflowGetRequest, processes.get)
+_route("/api/v1/workflow/getWithWait", wire.WorkflowGetRequest, processes.get_with_wait)
+_route("/api/v1/workflow/stop", wire.WorkflowStopRequest, processes.stop)
+_route("/api/v1/workflow/dataobjects/get", wire.WorkflowGetDataObjectsRequest, processes.get_data_objects)
+_route("/api/v1/workflow/dataobjects/set", wire.WorkflowSetDataObjectsRequest, processes.set_data_objects)
+
+
+@app.get("/info/healthcheck")
+def healthcheck() -> Response:
+    return _ok(processes.health(engine()))
+
+
+@app.exception_handler(ValidationError)
+def invalid_request(error: ValidationError) -> Response:
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in error.errors()[:10]
+    )
+    return _json(400, ErrorResponse(detail=f"invalid request: {problems}").dump())
+
+
+@app.exception_handler(XdbError)
+def engine_error(error: XdbError) -> Response:
+    status, sub_status = status_of(error)
+    return _json(status, ErrorResponse(detail=error.message, sub_status=sub_status).dump())
+
+
+@app.not_found
+def not_found(_: Exception) -> Response:
+    return _json(404, ErrorResponse(detail=f"no such endpoint: {app.current_event.path}", sub_status=ErrorSubStatus.UNCATEGORIZED_SUB_STATUS).dump())

@@ -1,0 +1,49 @@
+"""HTTP calls from the engine to a worker (the iWF worker protocol)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import urllib3
+
+from xdb.core.errors import WorkerCallFailed
+
+WAIT_UNTIL_PATH = "/api/v1/workflowState/start"
+EXECUTE_PATH = "/api/v1/workflowState/decide"
+RPC_PATH = "/api/v1/workflowWorker/rpc"
+
+_DETAIL_LIMIT = 1000
+
+
+class WorkerClient:
+    def __init__(self, *, max_connections: int = 64) -> None:
+        self._http = urllib3.PoolManager(maxsize=max_connections, retries=False)
+
+    def post(self, worker_url: str, path: str, body: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+        """POST a JSON body; return the JSON answer or raise :class:`WorkerCallFailed`."""
+        url = worker_url.rstrip("/") + path
+        try:
+            response = self._http.request(
+                "POST",
+                url,
+                body=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+                timeout=urllib3.Timeout(connect=min(timeout, 5.0), read=timeout),
+            )
+        except urllib3.exceptions.HTTPError as error:
+            raise WorkerCallFailed(f"calling {url} failed: {error}", url=url) from None
+        text = response.data.decode("utf-8", errors="replace")
+        if response.status >= 300:
+            raise WorkerCallFailed(
+                f"worker answered {response.status} at {path}: {text[:_DETAIL_LIMIT]}",
+                url=url,
+                status=response.status,
+            )
+        try:
+            answer = json.loads(text)
+        except ValueError:
+            raise WorkerCallFailed(f"worker answered malformed JSON at {path}: {text[:200]!r}", url=url) from None
+        if not isinstance(answer, dict):
+            raise WorkerCallFailed(f"worker answered a JSON {type(answer).__name__}, not an object, at {path}", url=url)
+        return answer

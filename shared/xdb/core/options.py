@@ -1,0 +1,82 @@
+"""Turn iWF wire state options into resolved domain :class:`StateOptions`.
+
+The iWF IDL carries two generations of names (``start``/``decide`` and
+``waitUntil``/``execute``); the newer name wins when both are set.
+"""
+
+from __future__ import annotations
+
+from xdb.model.execution import Loading, Retry, StateOptions
+from xdb.model.wire import (
+    ExecuteApiFailurePolicy,
+    PersistenceLoadingPolicy,
+    RetryPolicy,
+    WaitUntilApiFailurePolicy,
+    WorkflowStateOptions,
+)
+
+DEFAULT_API_TIMEOUT = 30.0
+
+
+def resolve(wire: WorkflowStateOptions | None, *, max_api_timeout: float) -> StateOptions:
+    """Resolve wire options; API timeouts are capped at ``max_api_timeout``."""
+    if wire is None:
+        return StateOptions(
+            wait_until_timeout=min(DEFAULT_API_TIMEOUT, max_api_timeout),
+            execute_timeout=min(DEFAULT_API_TIMEOUT, max_api_timeout),
+        )
+    general = wire.data_attributes_loading_policy or wire.data_objects_loading_policy
+    recovery = None
+    if wire.execute_api_failure_policy is ExecuteApiFailurePolicy.PROCEED_TO_CONFIGURED_STATE:
+        recovery = wire.execute_api_failure_proceed_state_id
+    return StateOptions(
+        skip_wait_until=bool(wire.skip_wait_until or wire.skip_start_api),
+        wait_until_timeout=_timeout(
+            wire.wait_until_api_timeout_seconds or wire.start_api_timeout_seconds, max_api_timeout
+        ),
+        execute_timeout=_timeout(
+            wire.execute_api_timeout_seconds or wire.decide_api_timeout_seconds, max_api_timeout
+        ),
+        wait_until_retry=_retry(wire.wait_until_api_retry_policy or wire.start_api_retry_policy),
+        execute_retry=_retry(wire.execute_api_retry_policy or wire.decide_api_retry_policy),
+        wait_until_loading=_loading(wire.wait_until_api_data_attributes_loading_policy or general),
+        execute_loading=_loading(wire.execute_api_data_attributes_loading_policy or general),
+        proceed_on_wait_until_failure=(
+            wire.wait_until_api_failure_policy is WaitUntilApiFailurePolicy.PROCEED_ON_FAILURE
+            or wire.start_api_failure_policy == "PROCEED_TO_DECIDE_ON_START_API_FAILURE"
+        ),
+        recovery_state_id=recovery,
+        recovery_options=(
+            resolve(wire.execute_api_failure_proceed_state_options, max_api_timeout=max_api_timeout)
+            if recovery
+            else None
+        ),
+    )
+
+
+def _timeout(seconds: int | None, cap: float) -> float:
+    return min(float(seconds) if seconds else DEFAULT_API_TIMEOUT, cap)
+
+
+def _retry(policy: RetryPolicy | None) -> Retry:
+    if policy is None:
+        return Retry()
+    initial = float(policy.initial_interval_seconds or 1)
+    return Retry(
+        initial_interval=initial,
+        backoff_coefficient=policy.backoff_coefficient or 2.0,
+        # iWF: the maximum interval defaults to 100 times the initial interval.
+        maximum_interval=float(policy.maximum_interval_seconds or 100 * initial),
+        maximum_attempts=policy.maximum_attempts or 0,
+        maximum_duration=float(policy.maximum_attempts_duration_seconds or 0),
+    )
+
+
+def _loading(policy: PersistenceLoadingPolicy | None) -> Loading:
+    if policy is None or policy.persistence_loading_type is None:
+        return Loading()
+    return Loading(
+        type=policy.persistence_loading_type,
+        keys=policy.partial_loading_keys or [],
+        keys_are_prefixes=bool(policy.use_key_as_prefix),
+    )

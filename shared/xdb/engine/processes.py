@@ -1,0 +1,164 @@
+"""Use cases of the engine API: start, get, wait, stop, data attributes."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from xdb.core import options as state_options
+from xdb.core import transitions
+from xdb.core.errors import LongPollTimedOut, NotSupported, ProcessAlreadyStarted, VersionConflict
+from xdb.engine.commit import commit, load
+from xdb.engine.runtime import Engine
+from xdb.model.execution import Execution
+from xdb.model.wire import (
+    HealthInfo,
+    IdReusePolicy,
+    KeyValue,
+    StateCompletionOutput,
+    WorkflowErrorType,
+    WorkflowGetDataObjectsRequest,
+    WorkflowGetDataObjectsResponse,
+    WorkflowGetRequest,
+    WorkflowGetResponse,
+    WorkflowSetDataObjectsRequest,
+    WorkflowStartRequest,
+    WorkflowStartResponse,
+    WorkflowStatus,
+    WorkflowStopRequest,
+    WorkflowStopType,
+)
+
+_STARTED_AT = time.time()
+
+
+def start(engine: Engine, request: WorkflowStartRequest) -> WorkflowStartResponse:
+    spec = _start_spec(engine, request)
+    for _ in range(3):
+        current = engine.store.current(spec.workflow_id)
+        outcome = transitions.start(spec, current=current, run_id=engine.new_id(), now=engine.clock())
+        if outcome.existing:
+            return WorkflowStartResponse(workflow_run_id=outcome.execution.run_id)
+        try:
+            engine.store.create(
+                outcome.execution,
+                replacing=outcome.replaced,
+                read_version=current.version if current else None,
+            )
+        except VersionConflict:
+            continue  # someone started or changed this id meanwhile: decide again
+        return WorkflowStartResponse(workflow_run_id=outcome.execution.run_id)
+    raise ProcessAlreadyStarted(f"process {spec.workflow_id!r} is being started concurrently", workflow_id=spec.workflow_id)
+
+
+def _start_spec(engine: Engine, request: WorkflowStartRequest) -> transitions.StartSpec:
+    options = request.workflow_start_options
+    unsupported = []
+    if request.wait_for_completion_state_ids or request.wait_for_completion_state_execution_ids:
+        unsupported.append("waitForCompletionStateIds/ExecutionIds")
+    if options is not None:
+        for name, value in (
+            ("cronSchedule", options.cron_schedule),
+            ("workflowStartDelaySeconds", options.workflow_start_delay_seconds),
+            ("retryPolicy", options.retry_policy),
+            ("searchAttributes", options.search_attributes),
+            ("workflowIDReusePolicy", options.workflow_id_reuse_policy),
+        ):
+            if value:
+                unsupported.append(name)
+    if unsupported:
+        raise NotSupported(f"not supported yet by XDB: {', '.join(unsupported)}", fields=unsupported)
+    if not request.iwf_worker_url.startswith(("http://", "https://")):
+        raise NotSupported("iwfWorkerUrl must be an http:// or https:// URL")
+    already = options.workflow_already_started_options if options else None
+    initial = (options.data_attributes if options else None) or []
+    return transitions.StartSpec(
+        workflow_id=request.workflow_id,
+        workflow_type=request.iwf_workflow_type,
+        worker_url=request.iwf_worker_url,
+        timeout_seconds=request.workflow_timeout_seconds,
+        start_state_id=request.start_state_id,
+        input=request.state_input,
+        options=state_options.resolve(request.state_options, max_api_timeout=engine.settings.max_api_timeout),
+        data_attributes={kv.key: kv.value for kv in initial if kv.value is not None},
+        reuse_policy=(options.id_reuse_policy if options else None) or IdReusePolicy.ALLOW_IF_NO_RUNNING,
+        request_id=already.request_id if already else None,
+        ignore_already_started=bool(already and already.ignore_already_started_error),
+    )
+
+
+def get(engine: Engine, request: WorkflowGetRequest) -> WorkflowGetResponse:
+    return describe(load(engine, request.workflow_id, request.workflow_run_id), bool(request.needs_results))
+
+
+def get_with_wait(engine: Engine, request: WorkflowGetRequest) -> WorkflowGetResponse:
+    """Like :func:`get`, waiting (polling the table) until the run closes or the wait ends."""
+    wait = engine.settings.long_poll_seconds
+    if request.wait_time_seconds:
+        wait = min(wait, float(request.wait_time_seconds))
+    deadline = engine.clock() + wait
+    while True:
+        execution = load(engine, request.workflow_id, request.workflow_run_id)
+        if execution.status.closed:
+            return describe(execution, bool(request.needs_results))
+        if engine.clock() >= deadline:
+            raise LongPollTimedOut(
+                f"process {request.workflow_id!r} is still running after waiting {wait:g}s",
+                workflow_id=request.workflow_id,
+            )
+        engine.sleep(engine.settings.long_poll_interval)
+
+
+def describe(execution: Execution, needs_results: bool) -> WorkflowGetResponse:
+    results = None
+    if needs_results and execution.status.closed:
+        results = [
+            StateCompletionOutput(
+                completed_state_id=c.state_id,
+                completed_state_execution_id=c.state_execution_id,
+                completed_state_output=c.output,
+            )
+            for c in execution.results
+        ]
+    return WorkflowGetResponse(
+        workflow_run_id=execution.run_id,
+        workflow_status=WorkflowStatus(execution.status.value),
+        results=results,
+        error_type=WorkflowErrorType(execution.error_type) if execution.error_type else None,
+        error_message=execution.error_message,
+    )
+
+
+def stop(engine: Engine, request: WorkflowStopRequest) -> None:
+    load(engine, request.workflow_id, request.workflow_run_id)
+    stop_type = request.stop_type or WorkflowStopType.CANCEL
+    commit(
+        engine,
+        request.workflow_id,
+        request.workflow_run_id,
+        lambda e: transitions.stop(e, stop_type, request.reason, now=engine.clock()),
+    )
+
+
+def get_data_objects(engine: Engine, request: WorkflowGetDataObjectsRequest) -> WorkflowGetDataObjectsResponse:
+    execution = load(engine, request.workflow_id, request.workflow_run_id)
+    attributes = execution.data_attributes
+    keys = request.keys or list(attributes)
+    return WorkflowGetDataObjectsResponse(
+        objects=[KeyValue(key=key, value=attributes[key]) for key in keys if key in attributes]
+    )
+
+
+def set_data_objects(engine: Engine, request: WorkflowSetDataObjectsRequest) -> None:
+    load(engine, request.workflow_id, request.workflow_run_id)
+    objects = request.objects or []
+    commit(
+        engine,
+        request.workflow_id,
+        request.workflow_run_id,
+        lambda e: transitions.set_data_attributes(e, objects, now=engine.clock()),
+    )
+
+
+def health(engine: Engine) -> HealthInfo:
+    return HealthInfo(condition="OK", hostname=socket.gethostname(), duration=int(engine.clock() - _STARTED_AT))

@@ -1,0 +1,66 @@
+"""The composition root: one :class:`Engine` per runtime, built on first use."""
+
+from __future__ import annotations
+
+import functools
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from xdb.aws.task_queue import TaskQueue
+from xdb.aws.worker_client import WorkerClient
+from xdb.engine.settings import Settings
+from xdb.store.dynamodb_store import ExecutionStore
+
+
+@dataclass
+class Engine:
+    """Everything the use cases need, passed in rather than reached for."""
+
+    settings: Settings
+    store: ExecutionStore
+    queue: TaskQueue
+    worker: WorkerClient
+    clock: Callable[[], float] = time.time
+    new_id: Callable[[], str] = field(default=lambda: str(uuid.uuid4()))
+    sleep: Callable[[float], None] = time.sleep
+
+
+def aws_clients(settings: Settings) -> tuple[Any, Any]:
+    """DynamoDB and SQS clients for these settings (moto when an endpoint is set)."""
+    config = Config(
+        region_name=settings.region,
+        retries={"mode": "standard", "max_attempts": 5},
+        max_pool_connections=64,
+    )
+    kwargs: dict[str, Any] = {"config": config}
+    if settings.endpoint_url:
+        kwargs["endpoint_url"] = settings.endpoint_url
+    return boto3.client("dynamodb", **kwargs), boto3.client("sqs", **kwargs)
+
+
+def build(settings: Settings, **overrides: Any) -> Engine:
+    dynamodb, sqs = aws_clients(settings)
+    return Engine(
+        settings=settings,
+        store=ExecutionStore(dynamodb, settings.table_name),
+        queue=TaskQueue(sqs, settings.queue_url),
+        worker=WorkerClient(),
+        **overrides,
+    )
+
+
+@functools.cache
+def engine() -> Engine:
+    """The engine of this process, from the environment (Lambda's composition root)."""
+    return build(Settings.from_env())
+
+
+def reset() -> None:
+    """Forget the engine built from the environment (tests and the local runtime)."""
+    engine.cache_clear()

@@ -1,0 +1,41 @@
+"""Settings of one engine deployment, read from the environment once."""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Settings(BaseModel):
+    """Validated settings. In Lambda they come from the function's environment."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    table_name: str = Field(min_length=1)
+    queue_url: str = Field(min_length=1)
+    region: str = "us-east-1"
+    # Set locally to point boto3 at moto; unset on AWS.
+    endpoint_url: str | None = None
+    # A worker call may not outlive the task function (its timeout minus a margin).
+    max_api_timeout: float = Field(default=60.0, gt=0)
+    # API Gateway cuts a request at 29 s: long polls end well before.
+    long_poll_seconds: float = Field(default=25.0, gt=0, le=28)
+    long_poll_interval: float = Field(default=0.25, gt=0)
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        env = os.environ
+        values: dict[str, object] = {
+            "table_name": env.get("XDB_TABLE_NAME", ""),
+            "queue_url": env.get("XDB_QUEUE_URL", ""),
+            "region": env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+            "endpoint_url": env.get("XDB_AWS_ENDPOINT_URL") or None,
+        }
+        for name, key in (
+            ("max_api_timeout", "XDB_MAX_API_TIMEOUT_SECONDS"),
+            ("long_poll_seconds", "XDB_LONG_POLL_SECONDS"),
+        ):
+            if env.get(key):
+                values[name] = float(env[key])
+        return cls.model_validate(values)

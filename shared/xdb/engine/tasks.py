@@ -1,0 +1,186 @@
+"""Use case of the task handler: run one task from the task queue.
+
+A state task calls the worker, then commits its answer with one conditional write. The
+worker's answer counts only once committed: if this process dies between the call and
+the commit, the task comes back (SQS visibility timeout) and the call is made again.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pydantic import ValidationError
+
+from xdb.aws.worker_client import EXECUTE_PATH, WAIT_UNTIL_PATH
+from xdb.core import transitions
+from xdb.core.errors import InvalidWorkerAnswer, WorkerCallFailed
+from xdb.engine.commit import commit
+from xdb.engine.runtime import Engine
+from xdb.model.execution import Api, Execution, Loading, StateExecution
+from xdb.model.task import Task, TaskKind
+from xdb.model.wire import (
+    CommandResults,
+    Context,
+    InterStateChannelResult,
+    KeyValue,
+    PersistenceLoadingType,
+    SignalResult,
+    TimerResult,
+    WorkflowStateExecuteRequest,
+    WorkflowStateExecuteResponse,
+    WorkflowStateWaitUntilRequest,
+    WorkflowStateWaitUntilResponse,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def handle(engine: Engine, task: Task) -> None:
+    """Run a task. Stale tasks (duplicates, late arrivals) change nothing."""
+    now = engine.clock()
+    if task.due_at > now:
+        # Due beyond SQS's 15-minute delay: send it on for the remaining time.
+        engine.queue.send([task], now=now)
+        return
+    if task.kind is TaskKind.TIMEOUT:
+        commit(engine, task.workflow_id, task.run_id, lambda e: transitions.on_process_timeout(e, now=engine.clock()))
+    elif task.kind is TaskKind.TIMER:
+        assert task.state_execution_id is not None and task.timer_index is not None
+        sx, index = task.state_execution_id, task.timer_index
+        commit(engine, task.workflow_id, task.run_id, lambda e: transitions.on_timer(e, sx, index, now=engine.clock()))
+    else:
+        _run_state(engine, task)
+
+
+def _run_state(engine: Engine, task: Task) -> None:
+    execution = engine.store.current(task.workflow_id)
+    if execution is None or execution.run_id != task.run_id or execution.status.closed:
+        return
+    state = execution.states.get(task.state_execution_id or "")
+    if state is None or state.attempt != task.attempt or state.phase.value not in ("WAIT_UNTIL", "EXECUTE"):
+        return
+    api, attempt, sx = state.api, state.attempt, state.id
+    try:
+        answer = _call_worker(engine, execution, state)
+    except (WorkerCallFailed, ValidationError) as error:
+        _fail_attempt(engine, task, api, attempt, _reason(error))
+        return
+    max_timeout = engine.settings.max_api_timeout
+
+    def apply(current: Execution) -> Execution | None:
+        now = engine.clock()
+        if isinstance(answer, WorkflowStateWaitUntilResponse):
+            return transitions.on_wait_until(current, sx, attempt, answer, now=now)
+        return transitions.on_execute(current, sx, attempt, answer, now=now, max_api_timeout=max_timeout)
+
+    try:
+        commit(engine, task.workflow_id, task.run_id, apply)
+    except InvalidWorkerAnswer as error:
+        _fail_attempt(engine, task, api, attempt, error.message)
+
+
+def _fail_attempt(engine: Engine, task: Task, api: Api, attempt: int, reason: str) -> None:
+    sx = task.state_execution_id or ""
+    logger.info("worker call failed", extra={"workflow_id": task.workflow_id, "state_execution_id": sx, "reason": reason})
+    commit(
+        engine,
+        task.workflow_id,
+        task.run_id,
+        lambda e: transitions.on_api_failure(e, sx, api, attempt, reason, now=engine.clock()),
+    )
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        return f"the worker's answer does not match the iWF protocol: {error.errors()[0].get('msg')}"
+    return str(error)
+
+
+def _call_worker(
+    engine: Engine, execution: Execution, state: StateExecution
+) -> WorkflowStateWaitUntilResponse | WorkflowStateExecuteResponse:
+    context = Context(
+        workflow_id=execution.workflow_id,
+        workflow_run_id=execution.run_id,
+        workflow_started_timestamp=int(execution.started_at),
+        state_execution_id=state.id,
+        first_attempt_timestamp=int(state.first_attempt_at),
+        attempt=state.attempt,
+    )
+    attributes = _load(execution, state.options.loading(state.api))
+    timeout = state.options.timeout(state.api)
+    if state.api is Api.WAIT_UNTIL:
+        request = WorkflowStateWaitUntilRequest(
+            context=context,
+            workflow_type=execution.workflow_type,
+            workflow_state_id=state.state_id,
+            state_input=state.input,
+            data_objects=attributes,
+        )
+        answer = engine.worker.post(execution.worker_url, WAIT_UNTIL_PATH, request.dump(), timeout=timeout)
+        return WorkflowStateWaitUntilResponse.model_validate(answer)
+    execute = WorkflowStateExecuteRequest(
+        context=context,
+        workflow_type=execution.workflow_type,
+        workflow_state_id=state.state_id,
+        state_input=state.input,
+        data_objects=attributes,
+        state_locals=state.locals,
+        command_results=command_results(state),
+    )
+    answer = engine.worker.post(execution.worker_url, EXECUTE_PATH, execute.dump(), timeout=timeout)
+    return WorkflowStateExecuteResponse.model_validate(answer)
+
+
+def _load(execution: Execution, loading: Loading) -> list[KeyValue]:
+    """The data attributes a state API sees, per its loading policy."""
+    attributes = execution.data_attributes
+    if loading.type is PersistenceLoadingType.LOAD_NONE:
+        return []
+    keys = list(attributes)
+    if loading.type in (
+        PersistenceLoadingType.LOAD_PARTIAL_WITHOUT_LOCKING,
+        PersistenceLoadingType.LOAD_PARTIAL_WITH_EXCLUSIVE_LOCK,
+    ):
+        if loading.keys_are_prefixes:
+            keys = [k for k in keys if any(k.startswith(p) for p in loading.keys)]
+        else:
+            keys = [k for k in loading.keys if k in attributes]
+    return [KeyValue(key=k, value=attributes[k]) for k in keys]
+
+
+def command_results(state: StateExecution) -> CommandResults:
+    """What execute learns about the commands wait_until asked for, in command order."""
+    waiting = state.waiting
+    timers = [
+        TimerResult(command_id=t.command_id, timer_status="FIRED" if t.fired else "SCHEDULED")
+        for t in (waiting.timers if waiting else [])
+    ]
+    channels = waiting.channels if waiting else []
+    signals = [
+        SignalResult(
+            command_id=c.command_id,
+            signal_channel_name=c.channel,
+            signal_request_status="RECEIVED" if c.received else "WAITING",
+            signal_value=c.value,
+        )
+        for c in channels
+        if not c.internal
+    ]
+    internal = [
+        InterStateChannelResult(
+            command_id=c.command_id,
+            channel_name=c.channel,
+            request_status="RECEIVED" if c.received else "WAITING",
+            value=c.value,
+        )
+        for c in channels
+        if c.internal
+    ]
+    return CommandResults(
+        timer_results=timers,
+        signal_results=signals,
+        inter_state_channel_results=internal,
+        state_start_api_succeeded=not state.wait_until_failed,
+        state_wait_until_failed=state.wait_until_failed,
+    )

@@ -1,0 +1,186 @@
+"""Pumps: what AWS does between the resources and the functions, done locally.
+
+* :class:`StreamPump` reads the table's stream and invokes the stream handler with
+  Lambda's DynamoDB event shape, the trigger's filter, and its partial-batch retries.
+* :class:`QueuePump` receives task messages and invokes the task handler with Lambda's
+  SQS event shape; it deletes what succeeded, and leaves the rest to come back after
+  the visibility timeout, as the SQS event source mapping does.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from xdb.store.table import STREAM_FILTER
+
+logger = logging.getLogger(__name__)
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+# Idle pumps poll at most this often; the wait grows while idle and resets on work.
+MIN_IDLE_SLEEP, MAX_IDLE_SLEEP = 0.005, 0.05
+MAX_STREAM_RETRIES = 5
+
+
+@dataclass
+class FakeLambdaContext:
+    """The attributes of a Lambda context that powertools reads."""
+
+    function_name: str
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:local"
+    aws_request_id: str = ""
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000
+
+
+def context_for(function_name: str) -> FakeLambdaContext:
+    return FakeLambdaContext(function_name=function_name, aws_request_id=str(uuid.uuid4()))
+
+
+class _Pump(threading.Thread):
+    def __init__(self, name: str, stop: threading.Event) -> None:
+        super().__init__(name=name, daemon=True)
+        self._stop_event = stop
+
+    def run(self) -> None:
+        idle = MIN_IDLE_SLEEP
+        while not self._stop_event.is_set():
+            try:
+                busy = self.step()
+            except Exception:
+                if self._stop_event.is_set():
+                    return
+                logger.exception("%s failed; going on", self.name)
+                busy = False
+            if busy:
+                idle = MIN_IDLE_SLEEP
+            else:
+                self._stop_event.wait(idle)
+                idle = min(idle * 2, MAX_IDLE_SLEEP)
+
+    def step(self) -> bool:
+        raise NotImplementedError
+
+
+def matches(record: dict[str, Any], pattern: dict[str, Any]) -> bool:
+    """A Lambda event filter: nested keys, and lists of accepted values at the leaves."""
+    for key, expected in pattern.items():
+        if key not in record:
+            return False
+        if isinstance(expected, dict):
+            if not isinstance(record[key], dict) or not matches(record[key], expected):
+                return False
+        elif record[key] not in expected:
+            return False
+    return True
+
+
+class StreamPump(_Pump):
+    """DynamoDB Streams -> the stream handler, one batch at a time, in order."""
+
+    def __init__(self, streams: Any, stream_arn: str, handler: Handler, stop: threading.Event, *, batch_size: int = 100) -> None:
+        super().__init__("stream-pump", stop)
+        self._streams = streams
+        self._arn = stream_arn
+        self._handler = handler
+        self._batch_size = batch_size
+        shard = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"][0]["ShardId"]
+        self._iterator = streams.get_shard_iterator(StreamArn=stream_arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+
+    def step(self) -> bool:
+        answer = self._streams.get_records(ShardIterator=self._iterator, Limit=self._batch_size)
+        self._iterator = answer["NextShardIterator"]
+        records = [r for r in answer.get("Records", []) if matches(r, STREAM_FILTER)]
+        for record in records:
+            record["eventSourceARN"] = self._arn
+        if records:
+            self._deliver(records)
+        return bool(answer.get("Records"))
+
+    def _deliver(self, records: list[dict[str, Any]]) -> None:
+        for attempt in range(1, MAX_STREAM_RETRIES + 1):
+            answer = self._handler({"Records": records}, context_for("stream"))
+            failed = {f["itemIdentifier"] for f in answer.get("batchItemFailures", [])}
+            if not failed:
+                return
+            # As Lambda does: retry from the first failed record on.
+            first = next(i for i, r in enumerate(records) if r["dynamodb"]["SequenceNumber"] in failed)
+            records = records[first:]
+            time.sleep(min(0.1 * 2**attempt, 2.0))
+        logger.error("dropping %d stream record(s) after %d tries (on AWS: the on-failure destination)", len(records), MAX_STREAM_RETRIES)
+
+
+class QueuePump(_Pump):
+    """SQS -> the task handler, as an event source mapping with partial batch responses.
+
+    One thread receives; up to ``concurrency`` handler invocations run at once, like
+    Lambda's concurrency for the queue. Receiving only when a slot is free keeps
+    messages in the queue (and visible to the DLQ count) until they can be handled.
+    """
+
+    def __init__(self, sqs: Any, queue_url: str, queue_arn: str, handler: Handler, stop: threading.Event, *, concurrency: int = 16, batch_size: int = 5) -> None:
+        super().__init__("task-pump", stop)
+        self._sqs = sqs
+        self._url = queue_url
+        self._arn = queue_arn
+        self._handler = handler
+        self._batch_size = batch_size
+        self._slots = threading.Semaphore(concurrency)
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="task")
+
+    def step(self) -> bool:
+        self._slots.acquire()
+        try:
+            answer = self._sqs.receive_message(
+                QueueUrl=self._url, MaxNumberOfMessages=self._batch_size, AttributeNames=["All"]
+            )
+        except Exception:
+            self._slots.release()
+            raise
+        messages = answer.get("Messages", [])
+        if not messages:
+            self._slots.release()
+            return False
+        self._pool.submit(self._invoke, messages)
+        return True
+
+    def _invoke(self, messages: list[dict[str, Any]]) -> None:
+        try:
+            event = {"Records": [self._record(m) for m in messages]}
+            result = self._handler(event, context_for("task"))
+            failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
+            done = [m for m in messages if m["MessageId"] not in failed]
+            if done:
+                self._sqs.delete_message_batch(
+                    QueueUrl=self._url,
+                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+                )
+        except Exception:
+            logger.exception("task invocation failed; its messages come back after the visibility timeout")
+        finally:
+            self._slots.release()
+
+    def join(self, timeout: float | None = None) -> None:
+        super().join(timeout)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _record(self, message: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "messageId": message["MessageId"],
+            "receiptHandle": message["ReceiptHandle"],
+            "body": message["Body"],
+            "attributes": message.get("Attributes", {}),
+            "messageAttributes": {},
+            "md5OfBody": message.get("MD5OfBody", ""),
+            "eventSource": "aws:sqs",
+            "eventSourceARN": self._arn,
+            "awsRegion": "us-east-1",
+        }

@@ -1,0 +1,76 @@
+"""The local runtime: the three functions, the table, the queue and the pumps, on this machine.
+
+The functions are the ones deployed to Lambda (``functions/``); moto stands in for
+DynamoDB, Streams and SQS; the pumps stand in for the event source mappings.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdb.engine import runtime as engine_runtime
+from xdb.local import aws
+from xdb.local.http_api import ApiServer
+from xdb.local.pumps import QueuePump, StreamPump
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PORT = 8801
+
+
+@dataclass
+class LocalRuntime:
+    api_url: str
+    aws: aws.LocalAws
+    _server: ApiServer
+    _stop: threading.Event
+    _threads: list[threading.Thread] = field(default_factory=list)
+
+    @property
+    def engine(self) -> engine_runtime.Engine:
+        return engine_runtime.engine()
+
+    def stop(self) -> None:
+        """Stop the pumps, the API and moto; waits for in-flight work to finish."""
+        self._stop.set()
+        self._server.shutdown()
+        self._server.server_close()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self.aws.stop()
+        engine_runtime.reset()
+
+
+def start(*, port: int = DEFAULT_PORT, task_threads: int = 16, max_api_timeout: float = 60.0) -> LocalRuntime:
+    """Start everything; ``port=0`` picks a free port for the API."""
+    local = aws.start(max_api_timeout=max_api_timeout)
+    settings = local.settings
+    os.environ.update(
+        XDB_TABLE_NAME=settings.table_name,
+        XDB_QUEUE_URL=settings.queue_url,
+        XDB_MAX_API_TIMEOUT_SECONDS=str(settings.max_api_timeout),
+    )
+    os.environ.pop("XDB_AWS_ENDPOINT_URL", None)
+    engine_runtime.reset()
+    api, stream, task = (_function(name) for name in ("api_http", "stream_ddb", "task_sqs"))
+
+    stop = threading.Event()
+    sqs = local.client("sqs")
+    queue_arn = sqs.get_queue_attributes(QueueUrl=settings.queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    threads: list[threading.Thread] = [StreamPump(local.client("dynamodbstreams", via_server=True), local.stream_arn, stream, stop)]
+    threads.append(QueuePump(sqs, settings.queue_url, queue_arn, task, stop, concurrency=task_threads))
+    server = ApiServer(("127.0.0.1", port), api)
+    for thread in threads:
+        thread.start()
+    threads.append(server.start())
+    host, bound_port = server.server_address[:2]
+    return LocalRuntime(f"http://{host}:{bound_port}", local, server, stop, threads)
+
+
+def _function(name: str) -> Any:
+    return importlib.import_module(f"functions.{name}").lambda_handler

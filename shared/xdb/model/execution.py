@@ -1,0 +1,183 @@
+"""The domain model: one process execution, as the engine keeps it.
+
+A process execution is a single snapshot (:class:`Execution`) that holds its live state
+executions, data attributes, completion outputs and the events of the transition that
+produced it. Every change is a pure function from one snapshot to the next
+(:mod:`xdb.core`), committed with one conditional write guarded by ``version``.
+Closed state executions leave the snapshot; their story stays in the history.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+from xdb.model.wire import CommandWaitingType, EncodedObject, KeyValue, PersistenceLoadingType
+
+
+class Domain(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Status(StrEnum):
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    TIMEOUT = "TIMEOUT"
+    TERMINATED = "TERMINATED"
+    CANCELED = "CANCELED"
+
+    @property
+    def closed(self) -> bool:
+        return self is not Status.RUNNING
+
+
+class Phase(StrEnum):
+    """Where a state execution is. Only WAIT_UNTIL and EXECUTE call the worker."""
+
+    WAIT_UNTIL = "WAIT_UNTIL"
+    WAITING = "WAITING"
+    EXECUTE = "EXECUTE"
+
+
+class Api(StrEnum):
+    WAIT_UNTIL = "wait_until"
+    EXECUTE = "execute"
+
+
+class Retry(Domain):
+    """A retry policy with iWF's defaults filled in; 0 means unlimited."""
+
+    initial_interval: float = 1.0
+    backoff_coefficient: float = 2.0
+    maximum_interval: float = 100.0
+    maximum_attempts: int = 0
+    maximum_duration: float = 0.0
+
+
+class Loading(Domain):
+    type: PersistenceLoadingType = PersistenceLoadingType.LOAD_ALL_WITHOUT_LOCKING
+    keys: list[str] = []
+    keys_are_prefixes: bool = False
+
+
+class StateOptions(Domain):
+    """The options of one state execution, resolved from the iWF wire options."""
+
+    skip_wait_until: bool = False
+    wait_until_timeout: float = 30.0
+    execute_timeout: float = 30.0
+    wait_until_retry: Retry = Retry()
+    execute_retry: Retry = Retry()
+    wait_until_loading: Loading = Loading()
+    execute_loading: Loading = Loading()
+    # When wait_until runs out of attempts: proceed to execute (True) or fail the process.
+    proceed_on_wait_until_failure: bool = False
+    # When execute runs out of attempts: go to this state with the same input, or fail.
+    recovery_state_id: str | None = None
+    recovery_options: StateOptions | None = None
+
+    def timeout(self, api: Api) -> float:
+        return self.wait_until_timeout if api is Api.WAIT_UNTIL else self.execute_timeout
+
+    def retry(self, api: Api) -> Retry:
+        return self.wait_until_retry if api is Api.WAIT_UNTIL else self.execute_retry
+
+    def loading(self, api: Api) -> Loading:
+        return self.wait_until_loading if api is Api.WAIT_UNTIL else self.execute_loading
+
+
+class Timer(Domain):
+    command_id: str
+    fire_at: float
+    fired: bool = False
+
+
+class ChannelWait(Domain):
+    """A command waiting for one message of a signal or internal channel."""
+
+    command_id: str
+    channel: str
+    internal: bool
+    value: EncodedObject | None = None
+    received: bool = False
+
+
+class Waiting(Domain):
+    """What a state waits for between wait_until and execute."""
+
+    waiting_type: CommandWaitingType = CommandWaitingType.ALL_COMPLETED
+    timers: list[Timer] = []
+    channels: list[ChannelWait] = []
+    combinations: list[list[str]] = []
+
+
+class StateExecution(Domain):
+    id: str  # "<stateId>-<n>"
+    state_id: str
+    input: EncodedObject | None = None
+    options: StateOptions = StateOptions()
+    phase: Phase
+    attempt: int = 1
+    first_attempt_at: float
+    retry_at: float | None = None
+    last_error: str | None = None
+    waiting: Waiting | None = None
+    wait_until_failed: bool = False
+    locals: list[KeyValue] = []
+
+    @property
+    def api(self) -> Api:
+        return Api.WAIT_UNTIL if self.phase is Phase.WAIT_UNTIL else Api.EXECUTE
+
+
+class Completion(Domain):
+    state_id: str
+    state_execution_id: str
+    output: EncodedObject | None = None
+
+
+class EventKind(StrEnum):
+    PROCESS_STARTED = "PROCESS_STARTED"
+    STATE_STARTED = "STATE_STARTED"
+    WAIT_UNTIL_COMPLETED = "WAIT_UNTIL_COMPLETED"
+    TIMER_FIRED = "TIMER_FIRED"
+    EXECUTE_COMPLETED = "EXECUTE_COMPLETED"
+    ATTEMPT_FAILED = "ATTEMPT_FAILED"
+    STATE_FAILED = "STATE_FAILED"
+    DATA_ATTRIBUTES_SET = "DATA_ATTRIBUTES_SET"
+    PROCESS_CLOSED = "PROCESS_CLOSED"
+
+
+class Event(Domain):
+    """One thing that happened to an execution, for its history and the log."""
+
+    at: float
+    kind: EventKind
+    state_execution_id: str | None = None
+    detail: str = ""
+
+
+class Execution(Domain):
+    workflow_id: str
+    run_id: str
+    workflow_type: str
+    worker_url: str
+    status: Status = Status.RUNNING
+    version: int = 1
+    started_at: float
+    timeout_at: float | None = None
+    closed_at: float | None = None
+    request_id: str | None = None
+    data_attributes: dict[str, EncodedObject] = {}
+    # The last execution number used per state id: the next one is "<stateId>-<n+1>".
+    counters: dict[str, int] = {}
+    states: dict[str, StateExecution] = {}
+    graceful_complete_requested: bool = False
+    results: list[Completion] = []
+    error_type: str | None = None
+    error_message: str | None = None
+    # The events of the transition that produced this version (the stream turns them
+    # into history items and log lines).
+    events: list[Event] = []

@@ -1,0 +1,147 @@
+"""Execution snapshots in DynamoDB: one item per process id, one conditional write per change."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from xdb.core.errors import PayloadTooLarge, VersionConflict
+from xdb.model.execution import Event, Execution
+from xdb.store.table import CURRENT, PK, SK, archive_key, history_key, history_prefix, process_key
+
+# DynamoDB's item limit is 400 KB; keep headroom for keys and attribute names.
+MAX_SNAPSHOT_BYTES = 380_000
+
+
+class ExecutionStore:
+    """Reads and writes execution snapshots. Every write is conditional on ``ver``."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._ddb = client
+        self._table = table_name
+
+    def current(self, workflow_id: str) -> Execution | None:
+        item = self._get(process_key(workflow_id), CURRENT)
+        return decode(item) if item else None
+
+    def run(self, workflow_id: str, run_id: str | None) -> Execution | None:
+        """The given run (the current one when ``run_id`` is empty), or None."""
+        current = self.current(workflow_id)
+        if not run_id or (current is not None and current.run_id == run_id):
+            return current
+        item = self._get(process_key(workflow_id), archive_key(run_id))
+        return decode(item) if item else None
+
+    def create(self, execution: Execution, *, replacing: Execution | None, read_version: int | None) -> None:
+        """Write a new current run.
+
+        Without ``replacing``, no run may exist yet. With it, the run it replaces is
+        archived first (immutable and keyed by run id, so writing it twice is harmless),
+        then the new run is written only if that run is still current at ``read_version``.
+        """
+        if replacing is None:
+            self._put(execution, f"attribute_not_exists({PK})", {})
+            return
+        self._ddb.put_item(TableName=self._table, Item=encode(replacing, sk=archive_key(replacing.run_id)))
+        self._put(
+            execution,
+            "run_id = :run AND ver = :expected",
+            {":run": {"S": replacing.run_id}, ":expected": {"N": str(read_version)}},
+        )
+
+    def save(self, execution: Execution) -> None:
+        """Write the next version of the current run, if nobody wrote another first."""
+        self._put(
+            execution,
+            "run_id = :run AND ver = :expected",
+            {":run": {"S": execution.run_id}, ":expected": {"N": str(execution.version - 1)}},
+        )
+
+    def _put(self, execution: Execution, condition: str, values: dict[str, Any]) -> None:
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "Item": encode(execution, sk=CURRENT),
+            "ConditionExpression": condition,
+        }
+        if values:
+            kwargs["ExpressionAttributeValues"] = values
+        try:
+            self._ddb.put_item(**kwargs)
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise VersionConflict(
+                    f"process {execution.workflow_id!r} changed concurrently",
+                    workflow_id=execution.workflow_id,
+                ) from None
+            raise
+
+    def append_history_of(self, executions: list[Execution]) -> None:
+        """Write the events of these versions as history items (fixed keys: idempotent)."""
+        requests = [
+            {"PutRequest": {"Item": _history_item(execution, index, event)}}
+            for execution in executions
+            for index, event in enumerate(execution.events)
+        ]
+        for start in range(0, len(requests), 25):
+            pending: dict[str, Any] = {self._table: requests[start : start + 25]}
+            while pending:
+                answer = self._ddb.batch_write_item(RequestItems=pending)
+                pending = answer.get("UnprocessedItems") or {}
+
+    def history(self, workflow_id: str, run_id: str) -> list[Event]:
+        return [
+            Event.model_validate_json(item["event"]["S"])
+            for item in self._query(process_key(workflow_id), history_prefix(run_id))
+        ]
+
+    def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
+        answer = self._ddb.get_item(TableName=self._table, Key={PK: {"S": pk}, SK: {"S": sk}}, ConsistentRead=True)
+        return answer.get("Item")
+
+    def _query(self, pk: str, prefix: str) -> Iterator[dict[str, Any]]:
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": f"{PK} = :pk AND begins_with({SK}, :prefix)",
+            "ExpressionAttributeValues": {":pk": {"S": pk}, ":prefix": {"S": prefix}},
+        }
+        while True:
+            page = self._ddb.query(**kwargs)
+            yield from page.get("Items", [])
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def encode(execution: Execution, *, sk: str) -> dict[str, Any]:
+    """The stored item of a snapshot. The snapshot is one JSON attribute (fast to read and
+    write); a few fields are copied to top-level attributes for conditions and filters."""
+    doc = execution.model_dump_json(exclude_defaults=True)
+    if len(doc) > MAX_SNAPSHOT_BYTES:
+        raise PayloadTooLarge(
+            f"process {execution.workflow_id!r} would grow to {len(doc)} bytes, over the "
+            f"{MAX_SNAPSHOT_BYTES}-byte limit of one DynamoDB item",
+            workflow_id=execution.workflow_id,
+        )
+    return {
+        PK: {"S": process_key(execution.workflow_id)},
+        SK: {"S": sk},
+        "ver": {"N": str(execution.version)},
+        "run_id": {"S": execution.run_id},
+        "status": {"S": execution.status.value},
+        "type": {"S": execution.workflow_type},
+        "doc": {"S": doc},
+    }
+
+
+def decode(item: dict[str, Any]) -> Execution:
+    return Execution.model_validate_json(item["doc"]["S"])
+
+
+def _history_item(execution: Execution, index: int, event: Event) -> dict[str, Any]:
+    return {
+        PK: {"S": process_key(execution.workflow_id)},
+        SK: {"S": history_key(execution.run_id, execution.version, index)},
+        "event": {"S": event.model_dump_json(exclude_defaults=True)},
+    }
