@@ -55,12 +55,27 @@ def build(settings: Settings, **overrides: Any) -> Engine:
     )
 
 
-@functools.cache
+_installed: Engine | None = None
+
+
 def engine() -> Engine:
-    """The engine of this process, from the environment (Lambda's composition root)."""
+    """The engine of this process: the installed one, else one built from the
+    environment on first use (Lambda's composition root)."""
+    return _installed or _from_env()
+
+
+@functools.cache
+def _from_env() -> Engine:
     return build(Settings.from_env())
+
+
+def install(custom: Engine | None) -> None:
+    """Use ``custom`` as this process's engine (tests: a fake clock); None undoes it."""
+    global _installed
+    _installed = custom
 
 
 def reset() -> None:
     """Forget the engine built from the environment (tests and the local runtime)."""
-    engine.cache_clear()
+    install(None)
+    _from_env.cache_clear()

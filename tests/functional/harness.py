@@ -1,0 +1,204 @@
+"""Functional-test harness: the real handlers over moto, driven step by step.
+
+``Harness`` plays the part of AWS's event source mappings synchronously, so a test
+decides exactly how each stream record and task message is delivered: once, twice,
+never acknowledged (a crash), and so on. Workers are real HTTP servers on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from functions import api_http, stream_ddb, task_sqs
+from xdb.engine import runtime
+from xdb.local import aws
+from xdb.local.http_api import to_event
+from xdb.local.pumps import context_for, matches
+from xdb.model.execution import EventKind
+from xdb.store.table import STREAM_FILTER
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+Answer = Callable[[dict[str, Any]], tuple[int, Any]]
+
+
+@dataclass
+class FakeWorker:
+    """A worker on 127.0.0.1 whose answers the test scripts per (api, stateId)."""
+
+    answers: dict[tuple[str, str], Answer] = field(default_factory=dict)
+    calls: Counter[tuple[str, str]] = field(default_factory=Counter)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def on(self, api: str, state_id: str, answer: Answer) -> None:
+        self.answers[(api, state_id)] = answer
+
+    def handle(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        api = "wait_until" if path.endswith("/start") else "execute"
+        key = (api, body["workflowStateId"])
+        self.calls[key] += 1
+        self.requests.append(body)
+        return self.answers[key](body)
+
+
+def decide(*states: tuple[str, Any]) -> Answer:
+    """An execute answer moving to ``(stateId, input)`` pairs."""
+    def answer(_: dict[str, Any]) -> tuple[int, Any]:
+        next_states = [
+            {"stateId": state_id, "stateInput": {"encoding": "json", "data": json.dumps(data)}, "stateOptions": {"skipWaitUntil": True}}
+            for state_id, data in states
+        ]
+        return 200, {"stateDecision": {"nextStates": next_states}}
+
+    return answer
+
+
+def complete(output: Any) -> Answer:
+    return decide(("_SYS_GRACEFUL_COMPLETING_WORKFLOW", output))
+
+
+def serve(worker: FakeWorker) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            try:
+                status, answer = worker.handle(self.path, body)
+            except Exception as error:  # a scripted failure
+                status, answer = 500, {"detail": str(error)}
+            data = (answer if isinstance(answer, str) else json.dumps(answer)).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+class Crash(BaseException):
+    """A process dying mid-handler: not an Exception, so nothing in the handler catches it."""
+
+
+class Harness:
+    def __init__(self, local: aws.LocalAws, clock: Clock, worker_url: str) -> None:
+        self.local = local
+        self.clock = clock
+        self.worker_url = worker_url
+        self.engine = runtime.build(local.settings, clock=clock, sleep=clock.advance)
+        runtime.install(self.engine)
+        self.sqs = local.client("sqs")
+        self.ddb = local.client("dynamodb")
+        streams = local.client("dynamodbstreams", via_server=True)
+        shard = streams.describe_stream(StreamArn=local.stream_arn)["StreamDescription"]["Shards"][0]["ShardId"]
+        self._streams = streams
+        self._iterator = streams.get_shard_iterator(StreamArn=local.stream_arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+
+    # -- the API function
+
+    def api(self, path: str, body: Any, method: str = "POST") -> tuple[int, Any]:
+        raw = body if isinstance(body, str) else json.dumps(body)
+        event = to_event(method, path, {"Content-Type": "application/json"}, raw.encode())
+        answer = api_http.lambda_handler(event, context_for("api"))
+        return answer["statusCode"], json.loads(answer["body"] or "null")
+
+    def start(self, workflow_id: str, state_id: str = "A", **extra: Any) -> str:
+        status, body = self.api(
+            "/api/v1/workflow/start",
+            {
+                "workflowId": workflow_id,
+                "iwfWorkflowType": "Flow",
+                "workflowTimeoutSeconds": 0,
+                "iwfWorkerUrl": self.worker_url,
+                "startStateId": state_id,
+                "stateOptions": {"skipWaitUntil": True},
+                **extra,
+            },
+        )
+        assert status == 200, body
+        return str(body["workflowRunId"])
+
+    # -- the stream function
+
+    def stream_records(self) -> list[dict[str, Any]]:
+        answer = self._streams.get_records(ShardIterator=self._iterator, Limit=1000)
+        self._iterator = answer["NextShardIterator"]
+        return [r for r in answer.get("Records", []) if matches(r, STREAM_FILTER)]
+
+    def deliver_stream(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        return stream_ddb.lambda_handler({"Records": records}, context_for("stream"))
+
+    # -- the task function
+
+    def receive(self, max_messages: int = 10) -> list[dict[str, Any]]:
+        return self.sqs.receive_message(QueueUrl=self.local.settings.queue_url, MaxNumberOfMessages=max_messages, AttributeNames=["All"]).get("Messages", [])
+
+    def deliver_tasks(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        records = [{"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"], "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs"} for m in messages]
+        return task_sqs.lambda_handler({"Records": records}, context_for("task"))
+
+    def ack(self, messages: list[dict[str, Any]]) -> None:
+        for message in messages:
+            self.sqs.delete_message(QueueUrl=self.local.settings.queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+    def make_visible(self, messages: list[dict[str, Any]]) -> None:
+        """As if the visibility timeout ran out: the messages come back."""
+        for message in messages:
+            self.sqs.change_message_visibility(QueueUrl=self.local.settings.queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+
+    def run(self, *, stream_copies: int = 1, task_copies: int = 1, rounds: int = 200) -> None:
+        """Deliver everything until nothing is left, each record/message ``copies`` times."""
+        for _ in range(rounds):
+            records = self.stream_records()
+            for _ in range(stream_copies):
+                if records:
+                    assert self.deliver_stream(records) == {"batchItemFailures": []}
+            messages = self.receive()
+            for _ in range(task_copies):
+                if messages:
+                    self.deliver_tasks(messages)
+            self.ack(messages)
+            if not records and not messages:
+                return
+        raise AssertionError("the engine did not settle")
+
+    # -- what happened
+
+    def history(self, workflow_id: str, run_id: str) -> list[Any]:
+        return self.engine.store.history(workflow_id, run_id)
+
+    def decisions(self, workflow_id: str, run_id: str) -> Counter[str]:
+        """Committed execute decisions per state execution id."""
+        return Counter(
+            e.state_execution_id for e in self.history(workflow_id, run_id) if e.kind is EventKind.EXECUTE_COMPLETED
+        )
+
+    def item_count(self) -> int:
+        return int(self.ddb.scan(TableName=self.local.settings.table_name, Select="COUNT")["Count"])
+
+    def queue_depth(self) -> int:
+        attributes = self.sqs.get_queue_attributes(QueueUrl=self.local.settings.queue_url, AttributeNames=["All"])["Attributes"]
+        return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"]) + int(attributes["ApproximateNumberOfMessagesDelayed"])

@@ -1,0 +1,250 @@
+"""The pure core: decisions, retries, failure policies, waiting, timeout, id reuse."""
+
+from __future__ import annotations
+
+import pytest
+
+from xdb.core import transitions as t
+from xdb.core.errors import InvalidWorkerAnswer, ProcessAlreadyStarted, ProcessClosed
+from xdb.core.work import tasks_for
+from xdb.model.execution import Api, EventKind, Execution, Phase, Retry, StateOptions, Status
+from xdb.model.task import TaskKind
+from xdb.model.wire import (
+    CommandRequest,
+    EncodedObject,
+    IdReusePolicy,
+    KeyValue,
+    StateDecision,
+    StateMovement,
+    TimerCommand,
+    WorkflowStateExecuteResponse,
+    WorkflowStateWaitUntilResponse,
+    WorkflowStopType,
+)
+
+NOW = 1_000_000.0
+
+
+def value(data: str) -> EncodedObject:
+    return EncodedObject(encoding="json", data=data)
+
+
+def spec(**overrides: object) -> t.StartSpec:
+    fields: dict[str, object] = {
+        "workflow_id": "wf",
+        "workflow_type": "Flow",
+        "worker_url": "http://127.0.0.1:9",
+        "timeout_seconds": 0,
+        "start_state_id": "A",
+        "input": value('"in"'),
+        "options": StateOptions(skip_wait_until=True),
+    }
+    fields.update(overrides)
+    return t.StartSpec(**fields)  # type: ignore[arg-type]
+
+
+def started(**overrides: object) -> Execution:
+    return t.start(spec(**overrides), current=None, run_id="run-1", now=NOW).execution
+
+
+def decide(*movements: StateMovement) -> WorkflowStateExecuteResponse:
+    return WorkflowStateExecuteResponse(state_decision=StateDecision(next_states=list(movements)))
+
+
+def move(state_id: str, data: str | None = None, **options: object) -> StateMovement:
+    wire_options = {"skipWaitUntil": True, **options}
+    return StateMovement.model_validate(
+        {"stateId": state_id, "stateInput": value(data).dump() if data else None, "stateOptions": wire_options}
+    )
+
+
+def execute(execution: Execution, sx: str, *movements: StateMovement) -> Execution:
+    nxt = t.on_execute(execution, sx, 1, decide(*movements), now=NOW, max_api_timeout=60)
+    assert nxt is not None
+    return nxt
+
+
+class TestStart:
+    def test_first_state_gets_execution_id_and_phase(self) -> None:
+        execution = started(options=StateOptions())
+        assert list(execution.states) == ["A-1"]
+        assert execution.states["A-1"].phase is Phase.WAIT_UNTIL
+        assert [e.kind for e in execution.events] == [EventKind.PROCESS_STARTED, EventKind.STATE_STARTED]
+
+    def test_running_id_is_taken_unless_the_request_repeats(self) -> None:
+        current = started(request_id="r1")
+        with pytest.raises(ProcessAlreadyStarted):
+            t.start(spec(), current=current, run_id="run-2", now=NOW)
+        again = t.start(spec(request_id="r1", ignore_already_started=True), current=current, run_id="run-2", now=NOW)
+        assert again.existing and again.execution.run_id == "run-1"
+        with pytest.raises(ProcessAlreadyStarted):
+            t.start(spec(request_id="r2", ignore_already_started=True), current=current, run_id="run-2", now=NOW)
+
+    @pytest.mark.parametrize(
+        ("policy", "previous", "allowed"),
+        [
+            (IdReusePolicy.ALLOW_IF_NO_RUNNING, Status.COMPLETED, True),
+            (IdReusePolicy.DISALLOW_REUSE, Status.FAILED, False),
+            (IdReusePolicy.ALLOW_IF_PREVIOUS_EXITS_ABNORMALLY, Status.FAILED, True),
+            (IdReusePolicy.ALLOW_IF_PREVIOUS_EXITS_ABNORMALLY, Status.COMPLETED, False),
+            (IdReusePolicy.ALLOW_TERMINATE_IF_RUNNING, Status.RUNNING, True),
+        ],
+    )
+    def test_reuse_policies(self, policy: IdReusePolicy, previous: Status, allowed: bool) -> None:
+        current = started().model_copy(update={"status": previous})
+        if not allowed:
+            with pytest.raises(ProcessAlreadyStarted):
+                t.start(spec(reuse_policy=policy), current=current, run_id="run-2", now=NOW)
+            return
+        outcome = t.start(spec(reuse_policy=policy), current=current, run_id="run-2", now=NOW)
+        assert outcome.execution.run_id == "run-2"
+        assert outcome.replaced is not None and outcome.replaced.status.closed
+
+
+class TestDecisions:
+    def test_single_next_state_numbers_executions_per_state(self) -> None:
+        execution = execute(started(), "A-1", move("A"))
+        assert list(execution.states) == ["A-2"]
+        assert execution.states["A-2"].phase is Phase.EXECUTE  # skipWaitUntil
+
+    def test_parallel_threads_and_graceful_complete_waits_for_them(self) -> None:
+        execution = execute(started(), "A-1", move("B"), move("C"))
+        assert set(execution.states) == {"B-1", "C-1"}
+        execution = execute(execution, "B-1", move(t.GRACEFUL_COMPLETE, '"b"'))
+        assert execution.status is Status.RUNNING and set(execution.states) == {"C-1"}
+        execution = execute(execution, "C-1", move(t.GRACEFUL_COMPLETE, '"c"'))
+        assert execution.status is Status.COMPLETED
+        assert [r.output.data for r in execution.results if r.output] == ['"b"', '"c"']
+
+    def test_force_complete_ends_other_threads(self) -> None:
+        execution = execute(started(), "A-1", move("B"), move("C"))
+        execution = execute(execution, "B-1", move(t.FORCE_COMPLETE, '"done"'))
+        assert execution.status is Status.COMPLETED and execution.states == {}
+
+    def test_force_fail(self) -> None:
+        execution = execute(started(), "A-1", move(t.FORCE_FAIL, '"why"'))
+        assert execution.status is Status.FAILED
+        assert execution.error_type == "STATE_DECISION_FAILING_WORKFLOW_ERROR_TYPE"
+
+    def test_all_dead_ends_keep_the_process_running(self) -> None:
+        execution = execute(started(), "A-1", move(t.DEAD_END))
+        assert execution.status is Status.RUNNING and execution.states == {}
+
+    def test_a_decision_without_next_states_is_invalid(self) -> None:
+        with pytest.raises(InvalidWorkerAnswer):
+            t.on_execute(started(), "A-1", 1, WorkflowStateExecuteResponse(), now=NOW, max_api_timeout=60)
+
+    def test_upserts_and_removals_of_data_attributes(self) -> None:
+        execution = started(data_attributes={"keep": value("1"), "drop": value("2")})
+        answer = WorkflowStateExecuteResponse(
+            state_decision=StateDecision(next_states=[move(t.DEAD_END)]),
+            upsert_data_objects=[KeyValue(key="new", value=value("3")), KeyValue(key="drop", value=None)],
+        )
+        nxt = t.on_execute(execution, "A-1", 1, answer, now=NOW, max_api_timeout=60)
+        assert nxt is not None and set(nxt.data_attributes) == {"keep", "new"}
+
+    def test_stale_and_duplicate_answers_change_nothing(self) -> None:
+        execution = started()
+        once = execute(execution, "A-1", move("B"))
+        assert t.on_execute(once, "A-1", 1, decide(move("B")), now=NOW, max_api_timeout=60) is None
+        assert t.on_execute(execution, "A-1", 2, decide(move("B")), now=NOW, max_api_timeout=60) is None
+
+
+class TestRetriesAndFailurePolicies:
+    def test_backoff_grows_and_is_capped(self) -> None:
+        options = StateOptions(skip_wait_until=True, execute_retry=Retry(initial_interval=1, backoff_coefficient=2, maximum_interval=3))
+        execution = started(options=options)
+        delays = []
+        for attempt in range(1, 5):
+            execution = t.on_api_failure(execution, "A-1", Api.EXECUTE, attempt, "boom", now=NOW)  # type: ignore[assignment]
+            delays.append(execution.states["A-1"].retry_at - NOW)  # type: ignore[operator]
+        assert delays == [1, 2, 3, 3]
+        assert execution.states["A-1"].attempt == 5
+
+    def test_exhausted_execute_fails_the_process(self) -> None:
+        execution = started(options=StateOptions(skip_wait_until=True, execute_retry=Retry(maximum_attempts=1)))
+        failed = t.on_api_failure(execution, "A-1", Api.EXECUTE, 1, "boom", now=NOW)
+        assert failed is not None and failed.status is Status.FAILED
+        assert failed.error_type == "STATE_API_FAIL_ERROR_TYPE" and "boom" in (failed.error_message or "")
+
+    def test_maximum_duration_ends_retries(self) -> None:
+        options = StateOptions(skip_wait_until=True, execute_retry=Retry(initial_interval=10, maximum_duration=5))
+        failed = t.on_api_failure(started(options=options), "A-1", Api.EXECUTE, 1, "boom", now=NOW)
+        assert failed is not None and failed.status is Status.FAILED
+
+    def test_exhausted_execute_proceeds_to_recovery_state_with_same_input(self) -> None:
+        options = StateOptions(skip_wait_until=True, execute_retry=Retry(maximum_attempts=1), recovery_state_id="R")
+        recovered = t.on_api_failure(started(options=options), "A-1", Api.EXECUTE, 1, "boom", now=NOW)
+        assert recovered is not None and list(recovered.states) == ["R-1"]
+        assert recovered.states["R-1"].input == value('"in"')
+
+    def test_exhausted_wait_until_proceeds_to_execute_when_configured(self) -> None:
+        options = StateOptions(wait_until_retry=Retry(maximum_attempts=1), proceed_on_wait_until_failure=True)
+        proceeded = t.on_api_failure(started(options=options), "A-1", Api.WAIT_UNTIL, 1, "boom", now=NOW)
+        assert proceeded is not None
+        state = proceeded.states["A-1"]
+        assert state.phase is Phase.EXECUTE and state.wait_until_failed and state.attempt == 1
+
+    def test_failure_of_a_stale_attempt_changes_nothing(self) -> None:
+        assert t.on_api_failure(started(), "A-1", Api.EXECUTE, 7, "late", now=NOW) is None
+
+
+class TestWaiting:
+    def wait(self, waiting_type: str, *durations: int) -> Execution:
+        answer = WorkflowStateWaitUntilResponse(
+            command_request=CommandRequest(
+                command_waiting_type=waiting_type,  # type: ignore[arg-type]
+                timer_commands=[TimerCommand(command_id=f"t{d}", duration_seconds=d) for d in durations],
+            )
+        )
+        nxt = t.on_wait_until(started(options=StateOptions()), "A-1", 1, answer, now=NOW)
+        assert nxt is not None
+        return nxt
+
+    def test_empty_command_request_goes_straight_to_execute(self) -> None:
+        nxt = t.on_wait_until(started(options=StateOptions()), "A-1", 1, WorkflowStateWaitUntilResponse(), now=NOW)
+        assert nxt is not None and nxt.states["A-1"].phase is Phase.EXECUTE
+
+    def test_all_completed_waits_for_every_timer(self) -> None:
+        execution = self.wait("ALL_COMPLETED", 5, 10)
+        assert execution.states["A-1"].phase is Phase.WAITING
+        execution = t.on_timer(execution, "A-1", 0, now=NOW + 5)  # type: ignore[assignment]
+        assert execution.states["A-1"].phase is Phase.WAITING
+        assert t.on_timer(execution, "A-1", 0, now=NOW + 6) is None  # fired already
+        execution = t.on_timer(execution, "A-1", 1, now=NOW + 10)  # type: ignore[assignment]
+        assert execution.states["A-1"].phase is Phase.EXECUTE
+
+    def test_any_completed_needs_one_timer(self) -> None:
+        execution = t.on_timer(self.wait("ANY_COMPLETED", 5, 10), "A-1", 1, now=NOW + 10)
+        assert execution is not None and execution.states["A-1"].phase is Phase.EXECUTE
+
+    def test_timers_become_delayed_tasks_once(self) -> None:
+        before = started(options=StateOptions())
+        after = self.wait("ALL_COMPLETED", 5)
+        tasks = tasks_for(before, after)
+        assert [(task.kind, task.due_at) for task in tasks] == [(TaskKind.TIMER, NOW + 5)]
+        assert tasks_for(after, after) == []
+
+
+class TestTimeoutStopAndAttributes:
+    def test_timeout_closes_and_drops_pending_work(self) -> None:
+        execution = started(timeout_seconds=10)
+        assert t.on_process_timeout(execution, now=NOW + 9) is None
+        closed = t.on_process_timeout(execution, now=NOW + 10)
+        assert closed is not None and closed.status is Status.TIMEOUT and closed.states == {}
+        assert tasks_for(execution, closed) == []
+
+    @pytest.mark.parametrize(
+        ("stop_type", "status"),
+        [(WorkflowStopType.CANCEL, Status.CANCELED), (WorkflowStopType.TERMINATE, Status.TERMINATED), (WorkflowStopType.FAIL, Status.FAILED)],
+    )
+    def test_stop(self, stop_type: WorkflowStopType, status: Status) -> None:
+        stopped = t.stop(started(), stop_type, "test", now=NOW)
+        assert stopped is not None and stopped.status is status
+        assert t.stop(stopped, stop_type, "again", now=NOW) is None
+
+    def test_closed_process_attributes_are_read_only(self) -> None:
+        closed = t.stop(started(), WorkflowStopType.CANCEL, None, now=NOW)
+        assert closed is not None
+        with pytest.raises(ProcessClosed):
+            t.set_data_attributes(closed, [KeyValue(key="k", value=value("1"))], now=NOW)
