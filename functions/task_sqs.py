@@ -3,10 +3,13 @@
 from typing import Any
 
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from xdb.engine import tasks
 from xdb.engine.runtime import engine
 from xdb.model.task import Task
@@ -20,4 +23,9 @@ def record_handler(record: SQSRecord) -> None:
 
 @logger.inject_lambda_context
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return process_partial_response(event=event, record_handler=record_handler, processor=BatchProcessor(event_type=EventType.SQS), context=context)
+    return process_partial_response(
+        event=event,
+        record_handler=record_handler,
+        processor=BatchProcessor(event_type=EventType.SQS),
+        context=context,
+    )

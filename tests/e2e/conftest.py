@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from xdb.local import runtime
 
 from tests.e2e import iwf_worker
-from xdb.local import runtime
 
 iwf_worker.install()
 

@@ -42,15 +42,21 @@ def serve(port: int = WORKER_PORT) -> BaseWSGIServer:
 
     @app.post(WorkerService.api_path_workflow_state_wait_until)
     def wait_until():  # type: ignore[no-untyped-def]
-        return worker.handle_workflow_state_wait_until(WorkflowStateWaitUntilRequest.from_dict(request.json)).to_dict()
+        return worker.handle_workflow_state_wait_until(
+            WorkflowStateWaitUntilRequest.from_dict(request.json)
+        ).to_dict()
 
     @app.post(WorkerService.api_path_workflow_state_execute)
     def execute():  # type: ignore[no-untyped-def]
-        return worker.handle_workflow_state_execute(WorkflowStateExecuteRequest.from_dict(request.json)).to_dict()
+        return worker.handle_workflow_state_execute(
+            WorkflowStateExecuteRequest.from_dict(request.json)
+        ).to_dict()
 
     @app.post(WorkerService.api_path_workflow_worker_rpc)
     def rpc():  # type: ignore[no-untyped-def]
-        return worker.handle_workflow_worker_rpc(WorkflowWorkerRpcRequest.from_dict(request.json)).to_dict()
+        return worker.handle_workflow_worker_rpc(
+            WorkflowWorkerRpcRequest.from_dict(request.json)
+        ).to_dict()
 
     @app.errorhandler(Exception)
     def failed(error: Exception):  # type: ignore[no-untyped-def]

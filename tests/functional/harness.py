@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from functions import api_http, stream_ddb, task_sqs
 from xdb.engine import runtime
 from xdb.local import aws
 from xdb.local.http_api import to_event
 from xdb.local.pumps import context_for, matches
 from xdb.model.execution import EventKind
 from xdb.store.table import STREAM_FILTER
+
+from functions import api_http, stream_ddb, task_sqs
 
 
 class Clock:
@@ -62,9 +63,14 @@ class FakeWorker:
 
 def decide(*states: tuple[str, Any]) -> Answer:
     """An execute answer moving to ``(stateId, input)`` pairs."""
+
     def answer(_: dict[str, Any]) -> tuple[int, Any]:
         next_states = [
-            {"stateId": state_id, "stateInput": {"encoding": "json", "data": json.dumps(data)}, "stateOptions": {"skipWaitUntil": True}}
+            {
+                "stateId": state_id,
+                "stateInput": {"encoding": "json", "data": json.dumps(data)},
+                "stateOptions": {"skipWaitUntil": True},
+            }
             for state_id, data in states
         ]
         return 200, {"stateDecision": {"nextStates": next_states}}
@@ -114,9 +120,13 @@ class Harness:
         self.sqs = local.client("sqs")
         self.ddb = local.client("dynamodb")
         streams = local.client("dynamodbstreams", via_server=True)
-        shard = streams.describe_stream(StreamArn=local.stream_arn)["StreamDescription"]["Shards"][0]["ShardId"]
+        shard = streams.describe_stream(StreamArn=local.stream_arn)["StreamDescription"]["Shards"][
+            0
+        ]["ShardId"]
         self._streams = streams
-        self._iterator = streams.get_shard_iterator(StreamArn=local.stream_arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        self._iterator = streams.get_shard_iterator(
+            StreamArn=local.stream_arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
 
     # -- the API function
 
@@ -155,20 +165,40 @@ class Harness:
     # -- the task function
 
     def receive(self, max_messages: int = 10) -> list[dict[str, Any]]:
-        return self.sqs.receive_message(QueueUrl=self.local.settings.queue_url, MaxNumberOfMessages=max_messages, AttributeNames=["All"]).get("Messages", [])
+        return self.sqs.receive_message(
+            QueueUrl=self.local.settings.queue_url,
+            MaxNumberOfMessages=max_messages,
+            AttributeNames=["All"],
+        ).get("Messages", [])
 
     def deliver_tasks(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        records = [{"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"], "attributes": {}, "messageAttributes": {}, "eventSource": "aws:sqs"} for m in messages]
+        records = [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": {},
+                "messageAttributes": {},
+                "eventSource": "aws:sqs",
+            }
+            for m in messages
+        ]
         return task_sqs.lambda_handler({"Records": records}, context_for("task"))
 
     def ack(self, messages: list[dict[str, Any]]) -> None:
         for message in messages:
-            self.sqs.delete_message(QueueUrl=self.local.settings.queue_url, ReceiptHandle=message["ReceiptHandle"])
+            self.sqs.delete_message(
+                QueueUrl=self.local.settings.queue_url, ReceiptHandle=message["ReceiptHandle"]
+            )
 
     def make_visible(self, messages: list[dict[str, Any]]) -> None:
         """As if the visibility timeout ran out: the messages come back."""
         for message in messages:
-            self.sqs.change_message_visibility(QueueUrl=self.local.settings.queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+            self.sqs.change_message_visibility(
+                QueueUrl=self.local.settings.queue_url,
+                ReceiptHandle=message["ReceiptHandle"],
+                VisibilityTimeout=0,
+            )
 
     def run(self, *, stream_copies: int = 1, task_copies: int = 1, rounds: int = 200) -> None:
         """Deliver everything until nothing is left, each record/message ``copies`` times."""
@@ -196,12 +226,20 @@ class Harness:
     def decisions(self, workflow_id: str, run_id: str) -> Counter[str]:
         """Committed execute decisions per state execution id."""
         return Counter(
-            e.state_execution_id for e in self.history(workflow_id, run_id) if e.kind is EventKind.EXECUTE_COMPLETED
+            e.state_execution_id
+            for e in self.history(workflow_id, run_id)
+            if e.kind is EventKind.EXECUTE_COMPLETED
         )
 
     def item_count(self) -> int:
         return int(self.ddb.scan(TableName=self.local.settings.table_name, Select="COUNT")["Count"])
 
     def queue_depth(self) -> int:
-        attributes = self.sqs.get_queue_attributes(QueueUrl=self.local.settings.queue_url, AttributeNames=["All"])["Attributes"]
-        return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"]) + int(attributes["ApproximateNumberOfMessagesDelayed"])
+        attributes = self.sqs.get_queue_attributes(
+            QueueUrl=self.local.settings.queue_url, AttributeNames=["All"]
+        )["Attributes"]
+        return (
+            int(attributes["ApproximateNumberOfMessages"])
+            + int(attributes["ApproximateNumberOfMessagesNotVisible"])
+            + int(attributes["ApproximateNumberOfMessagesDelayed"])
+        )

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from xdb.local.pumps import context_for
 
 from functions import api_http, stream_ddb, task_sqs
 from tests.functional.harness import FakeWorker, Harness, complete
-from xdb.local.pumps import context_for
 
 EVENTS = Path(__file__).parents[2] / "events"
 
@@ -25,7 +25,9 @@ def test_sample_start_then_get(harness: Harness) -> None:
     answer = api_http.lambda_handler(sample("api_get_workflow.json"), context_for("api"))
     assert json.loads(answer["body"]) == {"workflowRunId": run_id, "workflowStatus": "RUNNING"}
     status, body = harness.api("/api/v1/workflow/dataobjects/get", {"workflowId": "order-42"})
-    assert status == 200 and body["objects"] == [{"key": "status", "value": {"encoding": "json", "data": '"new"'}}]
+    assert status == 200 and body["objects"] == [
+        {"key": "status", "value": {"encoding": "json", "data": '"new"'}}
+    ]
 
 
 def test_sample_stream_insert_enqueues_the_first_task_and_writes_history(harness: Harness) -> None:
@@ -67,21 +69,33 @@ def test_long_poll_returns_results_once_completed(harness: Harness, worker: Fake
     worker.on("execute", "A", complete({"ok": True}))
     harness.start("wf")
     harness.run()
-    status, body = harness.api("/api/v1/workflow/getWithWait", {"workflowId": "wf", "needsResults": True})
+    status, body = harness.api(
+        "/api/v1/workflow/getWithWait", {"workflowId": "wf", "needsResults": True}
+    )
     assert status == 200 and body["workflowStatus"] == "COMPLETED"
     assert body["results"][0]["completedStateOutput"]["data"] == '{"ok": true}'
 
 
 def test_stop_types_and_data_attributes(harness: Harness) -> None:
     harness.start("wf")
-    status, _ = harness.api("/api/v1/workflow/dataobjects/set", {"workflowId": "wf", "objects": [{"key": "k", "value": {"encoding": "json", "data": "1"}}]})
+    status, _ = harness.api(
+        "/api/v1/workflow/dataobjects/set",
+        {"workflowId": "wf", "objects": [{"key": "k", "value": {"encoding": "json", "data": "1"}}]},
+    )
     assert status == 200
-    status, body = harness.api("/api/v1/workflow/dataobjects/get", {"workflowId": "wf", "keys": ["k", "missing"]})
+    status, body = harness.api(
+        "/api/v1/workflow/dataobjects/get", {"workflowId": "wf", "keys": ["k", "missing"]}
+    )
     assert body == {"objects": [{"key": "k", "value": {"encoding": "json", "data": "1"}}]}
-    status, _ = harness.api("/api/v1/workflow/stop", {"workflowId": "wf", "stopType": "FAIL", "reason": "test"})
+    status, _ = harness.api(
+        "/api/v1/workflow/stop", {"workflowId": "wf", "stopType": "FAIL", "reason": "test"}
+    )
     assert status == 200
     status, body = harness.api("/api/v1/workflow/get", {"workflowId": "wf"})
-    assert body["workflowStatus"] == "FAILED" and body["errorType"] == "CLIENT_API_FAILING_WORKFLOW_ERROR_TYPE"
+    assert (
+        body["workflowStatus"] == "FAILED"
+        and body["errorType"] == "CLIENT_API_FAILING_WORKFLOW_ERROR_TYPE"
+    )
 
 
 def start_body(**changes: object) -> dict:
@@ -99,24 +113,66 @@ def start_body(**changes: object) -> dict:
 @pytest.mark.parametrize(
     ("path", "body", "status", "says"),
     [
-        ("/api/v1/workflow/start", start_body(colour="red"), 400, "colour: Extra inputs are not permitted"),
+        (
+            "/api/v1/workflow/start",
+            start_body(colour="red"),
+            400,
+            "colour: Extra inputs are not permitted",
+        ),
         ("/api/v1/workflow/start", start_body(workflowId=None), 400, "workflowId: Field required"),
-        ("/api/v1/workflow/start", start_body(workflowId=""), 400, "workflowId: String should have at least 1 character"),
-        ("/api/v1/workflow/start", start_body(workflowTimeoutSeconds="soon"), 400, "workflowTimeoutSeconds: Input should be a valid integer"),
-        ("/api/v1/workflow/start", start_body(iwfWorkerUrl="ftp://x"), 400, "must be an http:// or https:// URL"),
-        ("/api/v1/workflow/start", start_body(workflowStartOptions={"cronSchedule": "* * * * *"}), 400, "cronSchedule"),
+        (
+            "/api/v1/workflow/start",
+            start_body(workflowId=""),
+            400,
+            "workflowId: String should have at least 1 character",
+        ),
+        (
+            "/api/v1/workflow/start",
+            start_body(workflowTimeoutSeconds="soon"),
+            400,
+            "workflowTimeoutSeconds: Input should be a valid integer",
+        ),
+        (
+            "/api/v1/workflow/start",
+            start_body(iwfWorkerUrl="ftp://x"),
+            400,
+            "must be an http:// or https:// URL",
+        ),
+        (
+            "/api/v1/workflow/start",
+            start_body(workflowStartOptions={"cronSchedule": "* * * * *"}),
+            400,
+            "cronSchedule",
+        ),
         ("/api/v1/workflow/start", "{not json", 400, "invalid request"),
         ("/api/v1/workflow/start", [], 400, "invalid request"),
         ("/api/v1/workflow/get", {"workflowId": "ghost"}, 400, "'ghost' does not exist"),
-        ("/api/v1/workflow/get", {"workflowId": "wf", "workflowRunId": "no-such-run"}, 400, "does not exist"),
+        (
+            "/api/v1/workflow/get",
+            {"workflowId": "wf", "workflowRunId": "no-such-run"},
+            400,
+            "does not exist",
+        ),
         ("/api/v1/workflow/stop", {"workflowId": "ghost"}, 400, "does not exist"),
         ("/api/v1/workflow/stop", {"workflowId": "wf", "stopType": "EXPLODE"}, 400, "stopType"),
-        ("/api/v1/workflow/dataobjects/set", {"workflowId": "ghost", "objects": []}, 400, "does not exist"),
-        ("/api/v1/workflow/dataobjects/set", {"workflowId": "wf", "objects": [{"value": {}}]}, 400, "objects.0.key: Field required"),
+        (
+            "/api/v1/workflow/dataobjects/set",
+            {"workflowId": "ghost", "objects": []},
+            400,
+            "does not exist",
+        ),
+        (
+            "/api/v1/workflow/dataobjects/set",
+            {"workflowId": "wf", "objects": [{"value": {}}]},
+            400,
+            "objects.0.key: Field required",
+        ),
         ("/api/v1/workflow/nope", {}, 404, "no such endpoint"),
     ],
 )
-def test_bad_requests_get_a_clear_4xx_and_change_nothing(harness: Harness, path: str, body: object, status: int, says: str) -> None:
+def test_bad_requests_get_a_clear_4xx_and_change_nothing(
+    harness: Harness, path: str, body: object, status: int, says: str
+) -> None:
     harness.start("wf")
     before = harness.engine.store.current("wf")
     items = harness.item_count()

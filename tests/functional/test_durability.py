@@ -3,6 +3,7 @@ Each state execution still gets exactly one committed decision (counted)."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import pytest
@@ -13,7 +14,7 @@ STATES = ["A", "B", "C", "D"]
 
 
 def script_chain(worker: FakeWorker) -> None:
-    for current, following in zip(STATES, STATES[1:], strict=False):
+    for current, following in itertools.pairwise(STATES):
         worker.on("execute", current, decide((following, current)))
     worker.on("execute", STATES[-1], complete("done"))
 
@@ -38,7 +39,9 @@ def test_every_stream_record_and_task_delivered_twice(harness: Harness, worker: 
     assert harness.queue_depth() == 0
 
 
-def test_concurrent_duplicates_race_and_only_one_commits(harness: Harness, worker: FakeWorker) -> None:
+def test_concurrent_duplicates_race_and_only_one_commits(
+    harness: Harness, worker: FakeWorker
+) -> None:
     script_chain(worker)
     run_id = harness.start("wf")
     for _ in range(len(STATES) + 1):
@@ -47,7 +50,9 @@ def test_concurrent_duplicates_race_and_only_one_commits(harness: Harness, worke
         if not messages:
             continue
         # The same task, handled by two invocations at once (SQS at-least-once delivery).
-        threads = [threading.Thread(target=harness.deliver_tasks, args=(messages,)) for _ in range(2)]
+        threads = [
+            threading.Thread(target=harness.deliver_tasks, args=(messages,)) for _ in range(2)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -58,7 +63,9 @@ def test_concurrent_duplicates_race_and_only_one_commits(harness: Harness, worke
 
 
 @pytest.mark.parametrize("crash_state", STATES)
-def test_crash_between_worker_call_and_commit(harness: Harness, worker: FakeWorker, crash_state: str) -> None:
+def test_crash_between_worker_call_and_commit(
+    harness: Harness, worker: FakeWorker, crash_state: str
+) -> None:
     # given: the task handler dies after the worker answered, before the commit
     script_chain(worker)
     run_id = harness.start("wf")
@@ -66,7 +73,11 @@ def test_crash_between_worker_call_and_commit(harness: Harness, worker: FakeWork
     crashed = []
 
     def save_or_crash(execution):  # type: ignore[no-untyped-def]
-        if not crashed and f"{crash_state}-1" not in execution.states and execution.counters.get(crash_state):
+        if (
+            not crashed
+            and f"{crash_state}-1" not in execution.states
+            and execution.counters.get(crash_state)
+        ):
             crashed.append(execution.version)
             raise Crash
         return save(execution)

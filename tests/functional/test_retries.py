@@ -29,7 +29,9 @@ def get(harness: Harness) -> dict[str, Any]:
     return harness.api("/api/v1/workflow/get", {"workflowId": "wf", "needsResults": True})[1]
 
 
-def test_worker_errors_are_retried_with_the_attempt_number(harness: Harness, worker: FakeWorker) -> None:
+def test_worker_errors_are_retried_with_the_attempt_number(
+    harness: Harness, worker: FakeWorker
+) -> None:
     answer = flaky(2, complete("ok"))
     worker.on("execute", "A", answer)
     retry = {"initialIntervalSeconds": 1, "backoffCoefficient": 1, "maximumAttempts": 5}
@@ -41,7 +43,9 @@ def test_worker_errors_are_retried_with_the_attempt_number(harness: Harness, wor
     assert kinds.count("ATTEMPT_FAILED") == 2 and kinds.count("EXECUTE_COMPLETED") == 1
 
 
-def test_malformed_answer_exhausts_attempts_and_fails_the_process(harness: Harness, worker: FakeWorker) -> None:
+def test_malformed_answer_exhausts_attempts_and_fails_the_process(
+    harness: Harness, worker: FakeWorker
+) -> None:
     worker.on("execute", "A", lambda _: (200, "{not json"))
     harness.start("wf", **options(executeApiRetryPolicy={"maximumAttempts": 1}))
     harness.run()
@@ -50,14 +54,20 @@ def test_malformed_answer_exhausts_attempts_and_fails_the_process(harness: Harne
     assert "malformed JSON" in body["errorMessage"]
 
 
-def test_answer_outside_the_protocol_is_a_failed_attempt(harness: Harness, worker: FakeWorker) -> None:
-    worker.on("execute", "A", lambda _: (200, {"stateDecision": {"nextStates": [{"stateInput": 3}]}}))
+def test_answer_outside_the_protocol_is_a_failed_attempt(
+    harness: Harness, worker: FakeWorker
+) -> None:
+    worker.on(
+        "execute", "A", lambda _: (200, {"stateDecision": {"nextStates": [{"stateInput": 3}]}})
+    )
     harness.start("wf", **options(executeApiRetryPolicy={"maximumAttempts": 1}))
     harness.run()
     assert "does not match the iWF protocol" in get(harness)["errorMessage"]
 
 
-def test_slow_worker_times_out_and_goes_to_the_recovery_state(harness: Harness, worker: FakeWorker) -> None:
+def test_slow_worker_times_out_and_goes_to_the_recovery_state(
+    harness: Harness, worker: FakeWorker
+) -> None:
     def slow(_: dict[str, Any]) -> tuple[int, Any]:
         time.sleep(1.5)
         return decide(("B", None))(_)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from xdb.core import transitions as t
 from xdb.core.errors import InvalidWorkerAnswer, ProcessAlreadyStarted, ProcessClosed
 from xdb.core.work import tasks_for
@@ -54,7 +53,11 @@ def decide(*movements: StateMovement) -> WorkflowStateExecuteResponse:
 def move(state_id: str, data: str | None = None, **options: object) -> StateMovement:
     wire_options = {"skipWaitUntil": True, **options}
     return StateMovement.model_validate(
-        {"stateId": state_id, "stateInput": value(data).dump() if data else None, "stateOptions": wire_options}
+        {
+            "stateId": state_id,
+            "stateInput": value(data).dump() if data else None,
+            "stateOptions": wire_options,
+        }
     )
 
 
@@ -69,16 +72,29 @@ class TestStart:
         execution = started(options=StateOptions())
         assert list(execution.states) == ["A-1"]
         assert execution.states["A-1"].phase is Phase.WAIT_UNTIL
-        assert [e.kind for e in execution.events] == [EventKind.PROCESS_STARTED, EventKind.STATE_STARTED]
+        assert [e.kind for e in execution.events] == [
+            EventKind.PROCESS_STARTED,
+            EventKind.STATE_STARTED,
+        ]
 
     def test_running_id_is_taken_unless_the_request_repeats(self) -> None:
         current = started(request_id="r1")
         with pytest.raises(ProcessAlreadyStarted):
             t.start(spec(), current=current, run_id="run-2", now=NOW)
-        again = t.start(spec(request_id="r1", ignore_already_started=True), current=current, run_id="run-2", now=NOW)
+        again = t.start(
+            spec(request_id="r1", ignore_already_started=True),
+            current=current,
+            run_id="run-2",
+            now=NOW,
+        )
         assert again.existing and again.execution.run_id == "run-1"
         with pytest.raises(ProcessAlreadyStarted):
-            t.start(spec(request_id="r2", ignore_already_started=True), current=current, run_id="run-2", now=NOW)
+            t.start(
+                spec(request_id="r2", ignore_already_started=True),
+                current=current,
+                run_id="run-2",
+                now=NOW,
+            )
 
     @pytest.mark.parametrize(
         ("policy", "previous", "allowed"),
@@ -132,13 +148,18 @@ class TestDecisions:
 
     def test_a_decision_without_next_states_is_invalid(self) -> None:
         with pytest.raises(InvalidWorkerAnswer):
-            t.on_execute(started(), "A-1", 1, WorkflowStateExecuteResponse(), now=NOW, max_api_timeout=60)
+            t.on_execute(
+                started(), "A-1", 1, WorkflowStateExecuteResponse(), now=NOW, max_api_timeout=60
+            )
 
     def test_upserts_and_removals_of_data_attributes(self) -> None:
         execution = started(data_attributes={"keep": value("1"), "drop": value("2")})
         answer = WorkflowStateExecuteResponse(
             state_decision=StateDecision(next_states=[move(t.DEAD_END)]),
-            upsert_data_objects=[KeyValue(key="new", value=value("3")), KeyValue(key="drop", value=None)],
+            upsert_data_objects=[
+                KeyValue(key="new", value=value("3")),
+                KeyValue(key="drop", value=None),
+            ],
         )
         nxt = t.on_execute(execution, "A-1", 1, answer, now=NOW, max_api_timeout=60)
         assert nxt is not None and set(nxt.data_attributes) == {"keep", "new"}
@@ -147,12 +168,18 @@ class TestDecisions:
         execution = started()
         once = execute(execution, "A-1", move("B"))
         assert t.on_execute(once, "A-1", 1, decide(move("B")), now=NOW, max_api_timeout=60) is None
-        assert t.on_execute(execution, "A-1", 2, decide(move("B")), now=NOW, max_api_timeout=60) is None
+        assert (
+            t.on_execute(execution, "A-1", 2, decide(move("B")), now=NOW, max_api_timeout=60)
+            is None
+        )
 
 
 class TestRetriesAndFailurePolicies:
     def test_backoff_grows_and_is_capped(self) -> None:
-        options = StateOptions(skip_wait_until=True, execute_retry=Retry(initial_interval=1, backoff_coefficient=2, maximum_interval=3))
+        options = StateOptions(
+            skip_wait_until=True,
+            execute_retry=Retry(initial_interval=1, backoff_coefficient=2, maximum_interval=3),
+        )
         execution = started(options=options)
         delays = []
         for attempt in range(1, 5):
@@ -162,25 +189,39 @@ class TestRetriesAndFailurePolicies:
         assert execution.states["A-1"].attempt == 5
 
     def test_exhausted_execute_fails_the_process(self) -> None:
-        execution = started(options=StateOptions(skip_wait_until=True, execute_retry=Retry(maximum_attempts=1)))
+        execution = started(
+            options=StateOptions(skip_wait_until=True, execute_retry=Retry(maximum_attempts=1))
+        )
         failed = t.on_api_failure(execution, "A-1", Api.EXECUTE, 1, "boom", now=NOW)
         assert failed is not None and failed.status is Status.FAILED
-        assert failed.error_type == "STATE_API_FAIL_ERROR_TYPE" and "boom" in (failed.error_message or "")
+        assert failed.error_type == "STATE_API_FAIL_ERROR_TYPE" and "boom" in (
+            failed.error_message or ""
+        )
 
     def test_maximum_duration_ends_retries(self) -> None:
-        options = StateOptions(skip_wait_until=True, execute_retry=Retry(initial_interval=10, maximum_duration=5))
+        options = StateOptions(
+            skip_wait_until=True, execute_retry=Retry(initial_interval=10, maximum_duration=5)
+        )
         failed = t.on_api_failure(started(options=options), "A-1", Api.EXECUTE, 1, "boom", now=NOW)
         assert failed is not None and failed.status is Status.FAILED
 
     def test_exhausted_execute_proceeds_to_recovery_state_with_same_input(self) -> None:
-        options = StateOptions(skip_wait_until=True, execute_retry=Retry(maximum_attempts=1), recovery_state_id="R")
-        recovered = t.on_api_failure(started(options=options), "A-1", Api.EXECUTE, 1, "boom", now=NOW)
+        options = StateOptions(
+            skip_wait_until=True, execute_retry=Retry(maximum_attempts=1), recovery_state_id="R"
+        )
+        recovered = t.on_api_failure(
+            started(options=options), "A-1", Api.EXECUTE, 1, "boom", now=NOW
+        )
         assert recovered is not None and list(recovered.states) == ["R-1"]
         assert recovered.states["R-1"].input == value('"in"')
 
     def test_exhausted_wait_until_proceeds_to_execute_when_configured(self) -> None:
-        options = StateOptions(wait_until_retry=Retry(maximum_attempts=1), proceed_on_wait_until_failure=True)
-        proceeded = t.on_api_failure(started(options=options), "A-1", Api.WAIT_UNTIL, 1, "boom", now=NOW)
+        options = StateOptions(
+            wait_until_retry=Retry(maximum_attempts=1), proceed_on_wait_until_failure=True
+        )
+        proceeded = t.on_api_failure(
+            started(options=options), "A-1", Api.WAIT_UNTIL, 1, "boom", now=NOW
+        )
         assert proceeded is not None
         state = proceeded.states["A-1"]
         assert state.phase is Phase.EXECUTE and state.wait_until_failed and state.attempt == 1
@@ -194,7 +235,9 @@ class TestWaiting:
         answer = WorkflowStateWaitUntilResponse(
             command_request=CommandRequest(
                 command_waiting_type=waiting_type,  # type: ignore[arg-type]
-                timer_commands=[TimerCommand(command_id=f"t{d}", duration_seconds=d) for d in durations],
+                timer_commands=[
+                    TimerCommand(command_id=f"t{d}", duration_seconds=d) for d in durations
+                ],
             )
         )
         nxt = t.on_wait_until(started(options=StateOptions()), "A-1", 1, answer, now=NOW)
@@ -202,7 +245,9 @@ class TestWaiting:
         return nxt
 
     def test_empty_command_request_goes_straight_to_execute(self) -> None:
-        nxt = t.on_wait_until(started(options=StateOptions()), "A-1", 1, WorkflowStateWaitUntilResponse(), now=NOW)
+        nxt = t.on_wait_until(
+            started(options=StateOptions()), "A-1", 1, WorkflowStateWaitUntilResponse(), now=NOW
+        )
         assert nxt is not None and nxt.states["A-1"].phase is Phase.EXECUTE
 
     def test_all_completed_waits_for_every_timer(self) -> None:
@@ -236,7 +281,11 @@ class TestTimeoutStopAndAttributes:
 
     @pytest.mark.parametrize(
         ("stop_type", "status"),
-        [(WorkflowStopType.CANCEL, Status.CANCELED), (WorkflowStopType.TERMINATE, Status.TERMINATED), (WorkflowStopType.FAIL, Status.FAILED)],
+        [
+            (WorkflowStopType.CANCEL, Status.CANCELED),
+            (WorkflowStopType.TERMINATE, Status.TERMINATED),
+            (WorkflowStopType.FAIL, Status.FAILED),
+        ],
     )
     def test_stop(self, stop_type: WorkflowStopType, status: Status) -> None:
         stopped = t.stop(started(), stop_type, "test", now=NOW)

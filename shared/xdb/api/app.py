@@ -50,8 +50,16 @@ _route("/api/v1/workflow/start", wire.WorkflowStartRequest, processes.start)
 _route("/api/v1/workflow/get", wire.WorkflowGetRequest, processes.get)
 _route("/api/v1/workflow/getWithWait", wire.WorkflowGetRequest, processes.get_with_wait)
 _route("/api/v1/workflow/stop", wire.WorkflowStopRequest, processes.stop)
-_route("/api/v1/workflow/dataobjects/get", wire.WorkflowGetDataObjectsRequest, processes.get_data_objects)
-_route("/api/v1/workflow/dataobjects/set", wire.WorkflowSetDataObjectsRequest, processes.set_data_objects)
+_route(
+    "/api/v1/workflow/dataobjects/get",
+    wire.WorkflowGetDataObjectsRequest,
+    processes.get_data_objects,
+)
+_route(
+    "/api/v1/workflow/dataobjects/set",
+    wire.WorkflowSetDataObjectsRequest,
+    processes.set_data_objects,
+)
 
 
 @app.get("/info/healthcheck")
@@ -75,4 +83,10 @@ def engine_error(error: XdbError) -> Response:
 
 @app.not_found
 def not_found(_: Exception) -> Response:
-    return _json(404, ErrorResponse(detail=f"no such endpoint: {app.current_event.path}", sub_status=ErrorSubStatus.UNCATEGORIZED_SUB_STATUS).dump())
+    return _json(
+        404,
+        ErrorResponse(
+            detail=f"no such endpoint: {app.current_event.path}",
+            sub_status=ErrorSubStatus.UNCATEGORIZED_SUB_STATUS,
+        ).dump(),
+    )

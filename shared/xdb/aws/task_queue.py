@@ -28,7 +28,9 @@ class TaskQueue:
             answer = self._sqs.send_message_batch(QueueUrl=self._url, Entries=entries)
             if answer.get("Failed"):
                 failed = answer["Failed"][0]
-                raise RuntimeError(f"SQS refused {len(answer['Failed'])} task(s): {failed.get('Message')}")
+                raise RuntimeError(
+                    f"SQS refused {len(answer['Failed'])} task(s): {failed.get('Message')}"
+                )
 
 
 def delay_for(task: Task, *, now: float) -> int:

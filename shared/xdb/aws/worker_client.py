@@ -20,7 +20,9 @@ class WorkerClient:
     def __init__(self, *, max_connections: int = 64) -> None:
         self._http = urllib3.PoolManager(maxsize=max_connections, retries=False)
 
-    def post(self, worker_url: str, path: str, body: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+    def post(
+        self, worker_url: str, path: str, body: dict[str, Any], *, timeout: float
+    ) -> dict[str, Any]:
         """POST a JSON body; return the JSON answer or raise :class:`WorkerCallFailed`."""
         url = worker_url.rstrip("/") + path
         try:
@@ -43,7 +45,11 @@ class WorkerClient:
         try:
             answer = json.loads(text)
         except ValueError:
-            raise WorkerCallFailed(f"worker answered malformed JSON at {path}: {text[:200]!r}", url=url) from None
+            raise WorkerCallFailed(
+                f"worker answered malformed JSON at {path}: {text[:200]!r}", url=url
+            ) from None
         if not isinstance(answer, dict):
-            raise WorkerCallFailed(f"worker answered a JSON {type(answer).__name__}, not an object, at {path}", url=url)
+            raise WorkerCallFailed(
+                f"worker answered a JSON {type(answer).__name__}, not an object, at {path}", url=url
+            )
         return answer

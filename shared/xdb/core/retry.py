@@ -5,7 +5,9 @@ from __future__ import annotations
 from xdb.model.execution import Retry
 
 
-def next_attempt_at(policy: Retry, *, attempt: int, first_attempt_at: float, now: float) -> float | None:
+def next_attempt_at(
+    policy: Retry, *, attempt: int, first_attempt_at: float, now: float
+) -> float | None:
     """The time of attempt ``attempt + 1``, or None when the policy is exhausted.
 
     ``attempt`` counts from 1 (the attempt that just failed).

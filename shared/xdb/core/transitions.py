@@ -115,7 +115,10 @@ def start(spec: StartSpec, *, current: Execution | None, run_id: str, now: float
 
 def _check_reuse(spec: StartSpec, previous: Execution) -> None:
     policy = spec.reuse_policy
-    allowed = policy in (IdReusePolicy.ALLOW_IF_NO_RUNNING, IdReusePolicy.ALLOW_TERMINATE_IF_RUNNING)
+    allowed = policy in (
+        IdReusePolicy.ALLOW_IF_NO_RUNNING,
+        IdReusePolicy.ALLOW_TERMINATE_IF_RUNNING,
+    )
     if policy in (
         IdReusePolicy.ALLOW_IF_PREVIOUS_EXITS_ABNORMALLY,
         IdReusePolicy.ALLOW_IF_PREVIOUS_EXISTS_ABNORMALLY,
@@ -178,7 +181,9 @@ def on_execute(
         return None
     movements = answer.state_decision.next_states if answer.state_decision else None
     if not movements:
-        raise InvalidWorkerAnswer("execute must return a state decision with at least one next state")
+        raise InvalidWorkerAnswer(
+            "execute must return a state decision with at least one next state"
+        )
     if answer.state_decision and answer.state_decision.conditional_close:
         raise InvalidWorkerAnswer("conditional close is not supported yet")
     _reject_publishing(answer.publish_to_inter_state_channel)
@@ -210,7 +215,10 @@ def on_api_failure(
     if current is None:
         return None
     at = next_attempt_at(
-        current.options.retry(api), attempt=attempt, first_attempt_at=current.first_attempt_at, now=now
+        current.options.retry(api),
+        attempt=attempt,
+        first_attempt_at=current.first_attempt_at,
+        now=now,
     )
     nxt = _next(execution)
     state = nxt.states[state_execution_id]
@@ -218,10 +226,14 @@ def on_api_failure(
         state.attempt += 1
         state.retry_at, state.last_error = at, error
         detail = f"{api} attempt {attempt} failed, next at +{at - now:.1f}s: {error}"
-        nxt.events.append(Event(at=now, kind=EventKind.ATTEMPT_FAILED, state_execution_id=state.id, detail=detail))
+        nxt.events.append(
+            Event(at=now, kind=EventKind.ATTEMPT_FAILED, state_execution_id=state.id, detail=detail)
+        )
         return nxt
     detail = f"{api} failed after {attempt} attempt(s): {error}"
-    nxt.events.append(Event(at=now, kind=EventKind.STATE_FAILED, state_execution_id=state.id, detail=detail))
+    nxt.events.append(
+        Event(at=now, kind=EventKind.STATE_FAILED, state_execution_id=state.id, detail=detail)
+    )
     if api is Api.WAIT_UNTIL and state.options.proceed_on_wait_until_failure:
         state.wait_until_failed = True
         _to_execute(state, now)
@@ -230,11 +242,19 @@ def on_api_failure(
         recovery = state.options.recovery_options or StateOptions()
         _begin(nxt, state.options.recovery_state_id, state.input, recovery, now)
     else:
-        _close(nxt, Status.FAILED, now, WorkflowErrorType.STATE_API_FAIL_ERROR_TYPE, f"{state.id}: {detail}")
+        _close(
+            nxt,
+            Status.FAILED,
+            now,
+            WorkflowErrorType.STATE_API_FAIL_ERROR_TYPE,
+            f"{state.id}: {detail}",
+        )
     return nxt
 
 
-def on_timer(execution: Execution, state_execution_id: str, index: int, *, now: float) -> Execution | None:
+def on_timer(
+    execution: Execution, state_execution_id: str, index: int, *, now: float
+) -> Execution | None:
     """A timer command fired."""
     state = _live(execution, state_execution_id, Phase.WAITING, None)
     if state is None or state.waiting is None or index >= len(state.waiting.timers):
@@ -247,7 +267,12 @@ def on_timer(execution: Execution, state_execution_id: str, index: int, *, now: 
     timer = state.waiting.timers[index]
     timer.fired = True
     nxt.events.append(
-        Event(at=now, kind=EventKind.TIMER_FIRED, state_execution_id=state.id, detail=f"timer {index} {timer.command_id}".rstrip())
+        Event(
+            at=now,
+            kind=EventKind.TIMER_FIRED,
+            state_execution_id=state.id,
+            detail=f"timer {index} {timer.command_id}".rstrip(),
+        )
     )
     if waits.is_complete(state.waiting):
         _to_execute(state, now)
@@ -263,13 +288,21 @@ def on_process_timeout(execution: Execution, *, now: float) -> Execution | None:
     return nxt
 
 
-def stop(execution: Execution, stop_type: WorkflowStopType, reason: str | None, *, now: float) -> Execution | None:
+def stop(
+    execution: Execution, stop_type: WorkflowStopType, reason: str | None, *, now: float
+) -> Execution | None:
     """Cancel, terminate or fail a running execution; a closed one stays as it is."""
     if execution.status.closed:
         return None
     nxt = _next(execution)
     if stop_type is WorkflowStopType.FAIL:
-        _close(nxt, Status.FAILED, now, WorkflowErrorType.CLIENT_API_FAILING_WORKFLOW_ERROR_TYPE, reason or "failed by a client")
+        _close(
+            nxt,
+            Status.FAILED,
+            now,
+            WorkflowErrorType.CLIENT_API_FAILING_WORKFLOW_ERROR_TYPE,
+            reason or "failed by a client",
+        )
     else:
         status = Status.TERMINATED if stop_type is WorkflowStopType.TERMINATE else Status.CANCELED
         _close(nxt, status, now, None, reason)
@@ -300,7 +333,9 @@ def _next(execution: Execution) -> Execution:
     return nxt
 
 
-def _live(execution: Execution, state_execution_id: str, phase: Phase, attempt: int | None) -> StateExecution | None:
+def _live(
+    execution: Execution, state_execution_id: str, phase: Phase, attempt: int | None
+) -> StateExecution | None:
     """The state execution an event is for, or None when the event is stale."""
     if execution.status.closed:
         return None
@@ -312,7 +347,13 @@ def _live(execution: Execution, state_execution_id: str, phase: Phase, attempt: 
     return state
 
 
-def _begin(execution: Execution, state_id: str, input: EncodedObject | None, options: StateOptions, now: float) -> None:
+def _begin(
+    execution: Execution,
+    state_id: str,
+    input: EncodedObject | None,
+    options: StateOptions,
+    now: float,
+) -> None:
     if state_id.startswith(RESERVED_PREFIX):
         raise BadRequest(f"state id {state_id!r} is reserved")
     number = execution.counters.get(state_id, 0) + 1
@@ -326,7 +367,9 @@ def _begin(execution: Execution, state_id: str, input: EncodedObject | None, opt
         first_attempt_at=now,
     )
     execution.states[state.id] = state
-    execution.events.append(Event(at=now, kind=EventKind.STATE_STARTED, state_execution_id=state.id, detail=state.phase))
+    execution.events.append(
+        Event(at=now, kind=EventKind.STATE_STARTED, state_execution_id=state.id, detail=state.phase)
+    )
 
 
 def _to_execute(state: StateExecution, now: float) -> None:
@@ -335,8 +378,17 @@ def _to_execute(state: StateExecution, now: float) -> None:
     state.retry_at, state.last_error = None, None
 
 
-def _move(nxt: Execution, state: StateExecution, movement: StateMovement, *, now: float, max_api_timeout: float) -> None:
-    output = Completion(state_id=state.state_id, state_execution_id=state.id, output=movement.state_input)
+def _move(
+    nxt: Execution,
+    state: StateExecution,
+    movement: StateMovement,
+    *,
+    now: float,
+    max_api_timeout: float,
+) -> None:
+    output = Completion(
+        state_id=state.state_id, state_execution_id=state.id, output=movement.state_input
+    )
     if movement.state_id == DEAD_END:
         return
     if movement.state_id == GRACEFUL_COMPLETE:
@@ -347,7 +399,13 @@ def _move(nxt: Execution, state: StateExecution, movement: StateMovement, *, now
         _close(nxt, Status.COMPLETED, now, None, None)
     elif movement.state_id == FORCE_FAIL:
         nxt.results.append(output)
-        _close(nxt, Status.FAILED, now, WorkflowErrorType.STATE_DECISION_FAILING_WORKFLOW_ERROR_TYPE, f"{state.id} decided to fail the process")
+        _close(
+            nxt,
+            Status.FAILED,
+            now,
+            WorkflowErrorType.STATE_DECISION_FAILING_WORKFLOW_ERROR_TYPE,
+            f"{state.id} decided to fail the process",
+        )
     elif movement.state_id.startswith(RESERVED_PREFIX):
         raise InvalidWorkerAnswer(f"unknown system state id {movement.state_id!r}")
     else:
@@ -357,11 +415,21 @@ def _move(nxt: Execution, state: StateExecution, movement: StateMovement, *, now
 
 def _complete_if_done(execution: Execution, now: float) -> None:
     # Graceful completion waits for the other threads; dead ends alone keep it running.
-    if not execution.status.closed and not execution.states and execution.graceful_complete_requested:
+    if (
+        not execution.status.closed
+        and not execution.states
+        and execution.graceful_complete_requested
+    ):
         _close(execution, Status.COMPLETED, now, None, None)
 
 
-def _close(execution: Execution, status: Status, now: float, error_type: WorkflowErrorType | None, message: str | None) -> None:
+def _close(
+    execution: Execution,
+    status: Status,
+    now: float,
+    error_type: WorkflowErrorType | None,
+    message: str | None,
+) -> None:
     execution.status = status
     execution.closed_at = now
     execution.states = {}

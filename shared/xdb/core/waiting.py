@@ -27,7 +27,9 @@ def from_request(request: CommandRequest | None, *, now: float) -> Waiting:
         elif timer.duration_seconds is not None and timer.duration_seconds >= 0:
             fire_at = now + timer.duration_seconds
         else:
-            raise InvalidWorkerAnswer("a timer command needs durationSeconds or firingUnixTimestampSeconds")
+            raise InvalidWorkerAnswer(
+                "a timer command needs durationSeconds or firingUnixTimestampSeconds"
+            )
         timers.append(Timer(command_id=timer.command_id or "", fire_at=fire_at))
     channels = [
         ChannelWait(command_id=c.command_id or "", channel=c.signal_channel_name, internal=False)
@@ -38,8 +40,12 @@ def from_request(request: CommandRequest | None, *, now: float) -> Waiting:
     ]
     combinations = [list(c.command_ids) for c in request.command_combinations or []]
     if waiting_type is CommandWaitingType.ANY_COMBINATION_COMPLETED and not combinations:
-        raise InvalidWorkerAnswer("ANY_COMBINATION_COMPLETED needs at least one command combination")
-    return Waiting(waiting_type=waiting_type, timers=timers, channels=channels, combinations=combinations)
+        raise InvalidWorkerAnswer(
+            "ANY_COMBINATION_COMPLETED needs at least one command combination"
+        )
+    return Waiting(
+        waiting_type=waiting_type, timers=timers, channels=channels, combinations=combinations
+    )
 
 
 def is_complete(waiting: Waiting) -> bool:

@@ -19,7 +19,14 @@ def tasks_for(old: Execution | None, new: Execution) -> list[Task]:
         return []
     tasks: list[Task] = []
     if old is None and new.timeout_at is not None:
-        tasks.append(Task(kind=TaskKind.TIMEOUT, workflow_id=new.workflow_id, run_id=new.run_id, due_at=new.timeout_at))
+        tasks.append(
+            Task(
+                kind=TaskKind.TIMEOUT,
+                workflow_id=new.workflow_id,
+                run_id=new.run_id,
+                due_at=new.timeout_at,
+            )
+        )
     for state in new.states.values():
         before = old.states.get(state.id) if old else None
         if state.phase in (Phase.WAIT_UNTIL, Phase.EXECUTE):

@@ -16,16 +16,19 @@ def commit(
     workflow_id: str,
     run_id: str | None,
     transition: Callable[[Execution], Execution | None],
+    *,
+    read: Execution | None = None,
 ) -> Execution | None:
     """Load the current run, apply ``transition``, write it conditionally.
 
     On a version conflict the snapshot is read again and the transition applied again:
     transitions are guarded by what they expect to find, so a retry either applies to
     the newer snapshot or becomes a no-op. Returns the committed snapshot, or None when
-    the transition found nothing to do.
+    the transition found nothing to do. ``read`` is a snapshot the caller just read: the
+    first try uses it instead of reading again (the conditional write still checks it).
     """
     for _ in range(MAX_CONFLICTS):
-        current = engine.store.current(workflow_id)
+        current, read = read or engine.store.current(workflow_id), None
         if current is None or (run_id and current.run_id != run_id):
             return None
         nxt = transition(current)
@@ -36,12 +39,17 @@ def commit(
         except VersionConflict:
             continue
         return nxt
-    raise VersionConflict(f"process {workflow_id!r} kept changing; gave up after {MAX_CONFLICTS} tries", workflow_id=workflow_id)
+    raise VersionConflict(
+        f"process {workflow_id!r} kept changing; gave up after {MAX_CONFLICTS} tries",
+        workflow_id=workflow_id,
+    )
 
 
 def load(engine: Engine, workflow_id: str, run_id: str | None) -> Execution:
     execution = engine.store.run(workflow_id, run_id)
     if execution is None:
         which = f"run {run_id!r} of process" if run_id else "process"
-        raise ProcessNotFound(f"{which} {workflow_id!r} does not exist", workflow_id=workflow_id, run_id=run_id)
+        raise ProcessNotFound(
+            f"{which} {workflow_id!r} does not exist", workflow_id=workflow_id, run_id=run_id
+        )
     return execution

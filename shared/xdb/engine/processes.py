@@ -36,7 +36,9 @@ def start(engine: Engine, request: WorkflowStartRequest) -> WorkflowStartRespons
     spec = _start_spec(engine, request)
     for _ in range(3):
         current = engine.store.current(spec.workflow_id)
-        outcome = transitions.start(spec, current=current, run_id=engine.new_id(), now=engine.clock())
+        outcome = transitions.start(
+            spec, current=current, run_id=engine.new_id(), now=engine.clock()
+        )
         if outcome.existing:
             return WorkflowStartResponse(workflow_run_id=outcome.execution.run_id)
         try:
@@ -48,7 +50,9 @@ def start(engine: Engine, request: WorkflowStartRequest) -> WorkflowStartRespons
         except VersionConflict:
             continue  # someone started or changed this id meanwhile: decide again
         return WorkflowStartResponse(workflow_run_id=outcome.execution.run_id)
-    raise ProcessAlreadyStarted(f"process {spec.workflow_id!r} is being started concurrently", workflow_id=spec.workflow_id)
+    raise ProcessAlreadyStarted(
+        f"process {spec.workflow_id!r} is being started concurrently", workflow_id=spec.workflow_id
+    )
 
 
 def _start_spec(engine: Engine, request: WorkflowStartRequest) -> transitions.StartSpec:
@@ -67,7 +71,9 @@ def _start_spec(engine: Engine, request: WorkflowStartRequest) -> transitions.St
             if value:
                 unsupported.append(name)
     if unsupported:
-        raise NotSupported(f"not supported yet by XDB: {', '.join(unsupported)}", fields=unsupported)
+        raise NotSupported(
+            f"not supported yet by XDB: {', '.join(unsupported)}", fields=unsupported
+        )
     if not request.iwf_worker_url.startswith(("http://", "https://")):
         raise NotSupported("iwfWorkerUrl must be an http:// or https:// URL")
     already = options.workflow_already_started_options if options else None
@@ -79,16 +85,21 @@ def _start_spec(engine: Engine, request: WorkflowStartRequest) -> transitions.St
         timeout_seconds=request.workflow_timeout_seconds,
         start_state_id=request.start_state_id,
         input=request.state_input,
-        options=state_options.resolve(request.state_options, max_api_timeout=engine.settings.max_api_timeout),
+        options=state_options.resolve(
+            request.state_options, max_api_timeout=engine.settings.max_api_timeout
+        ),
         data_attributes={kv.key: kv.value for kv in initial if kv.value is not None},
-        reuse_policy=(options.id_reuse_policy if options else None) or IdReusePolicy.ALLOW_IF_NO_RUNNING,
+        reuse_policy=(options.id_reuse_policy if options else None)
+        or IdReusePolicy.ALLOW_IF_NO_RUNNING,
         request_id=already.request_id if already else None,
         ignore_already_started=bool(already and already.ignore_already_started_error),
     )
 
 
 def get(engine: Engine, request: WorkflowGetRequest) -> WorkflowGetResponse:
-    return describe(load(engine, request.workflow_id, request.workflow_run_id), bool(request.needs_results))
+    return describe(
+        load(engine, request.workflow_id, request.workflow_run_id), bool(request.needs_results)
+    )
 
 
 def get_with_wait(engine: Engine, request: WorkflowGetRequest) -> WorkflowGetResponse:
@@ -140,7 +151,9 @@ def stop(engine: Engine, request: WorkflowStopRequest) -> None:
     )
 
 
-def get_data_objects(engine: Engine, request: WorkflowGetDataObjectsRequest) -> WorkflowGetDataObjectsResponse:
+def get_data_objects(
+    engine: Engine, request: WorkflowGetDataObjectsRequest
+) -> WorkflowGetDataObjectsResponse:
     execution = load(engine, request.workflow_id, request.workflow_run_id)
     attributes = execution.data_attributes
     keys = request.keys or list(attributes)
@@ -161,4 +174,6 @@ def set_data_objects(engine: Engine, request: WorkflowSetDataObjectsRequest) -> 
 
 
 def health(engine: Engine) -> HealthInfo:
-    return HealthInfo(condition="OK", hostname=socket.gethostname(), duration=int(engine.clock() - _STARTED_AT))
+    return HealthInfo(
+        condition="OK", hostname=socket.gethostname(), duration=int(engine.clock() - _STARTED_AT)
+    )

@@ -43,11 +43,21 @@ def handle(engine: Engine, task: Task) -> None:
         engine.queue.send([task], now=now)
         return
     if task.kind is TaskKind.TIMEOUT:
-        commit(engine, task.workflow_id, task.run_id, lambda e: transitions.on_process_timeout(e, now=engine.clock()))
+        commit(
+            engine,
+            task.workflow_id,
+            task.run_id,
+            lambda e: transitions.on_process_timeout(e, now=engine.clock()),
+        )
     elif task.kind is TaskKind.TIMER:
         assert task.state_execution_id is not None and task.timer_index is not None
         sx, index = task.state_execution_id, task.timer_index
-        commit(engine, task.workflow_id, task.run_id, lambda e: transitions.on_timer(e, sx, index, now=engine.clock()))
+        commit(
+            engine,
+            task.workflow_id,
+            task.run_id,
+            lambda e: transitions.on_timer(e, sx, index, now=engine.clock()),
+        )
     else:
         _run_state(engine, task)
 
@@ -57,7 +67,11 @@ def _run_state(engine: Engine, task: Task) -> None:
     if execution is None or execution.run_id != task.run_id or execution.status.closed:
         return
     state = execution.states.get(task.state_execution_id or "")
-    if state is None or state.attempt != task.attempt or state.phase.value not in ("WAIT_UNTIL", "EXECUTE"):
+    if (
+        state is None
+        or state.attempt != task.attempt
+        or state.phase.value not in ("WAIT_UNTIL", "EXECUTE")
+    ):
         return
     api, attempt, sx = state.api, state.attempt, state.id
     try:
@@ -71,17 +85,22 @@ def _run_state(engine: Engine, task: Task) -> None:
         now = engine.clock()
         if isinstance(answer, WorkflowStateWaitUntilResponse):
             return transitions.on_wait_until(current, sx, attempt, answer, now=now)
-        return transitions.on_execute(current, sx, attempt, answer, now=now, max_api_timeout=max_timeout)
+        return transitions.on_execute(
+            current, sx, attempt, answer, now=now, max_api_timeout=max_timeout
+        )
 
     try:
-        commit(engine, task.workflow_id, task.run_id, apply)
+        commit(engine, task.workflow_id, task.run_id, apply, read=execution)
     except InvalidWorkerAnswer as error:
         _fail_attempt(engine, task, api, attempt, error.message)
 
 
 def _fail_attempt(engine: Engine, task: Task, api: Api, attempt: int, reason: str) -> None:
     sx = task.state_execution_id or ""
-    logger.info("worker call failed", extra={"workflow_id": task.workflow_id, "state_execution_id": sx, "reason": reason})
+    logger.info(
+        "worker call failed",
+        extra={"workflow_id": task.workflow_id, "state_execution_id": sx, "reason": reason},
+    )
     commit(
         engine,
         task.workflow_id,
@@ -92,7 +111,9 @@ def _fail_attempt(engine: Engine, task: Task, api: Api, attempt: int, reason: st
 
 def _reason(error: Exception) -> str:
     if isinstance(error, ValidationError):
-        return f"the worker's answer does not match the iWF protocol: {error.errors()[0].get('msg')}"
+        return (
+            f"the worker's answer does not match the iWF protocol: {error.errors()[0].get('msg')}"
+        )
     return str(error)
 
 
@@ -117,7 +138,9 @@ def _call_worker(
             state_input=state.input,
             data_objects=attributes,
         )
-        answer = engine.worker.post(execution.worker_url, WAIT_UNTIL_PATH, request.dump(), timeout=timeout)
+        answer = engine.worker.post(
+            execution.worker_url, WAIT_UNTIL_PATH, request.dump(), timeout=timeout
+        )
         return WorkflowStateWaitUntilResponse.model_validate(answer)
     execute = WorkflowStateExecuteRequest(
         context=context,

@@ -19,6 +19,7 @@ from moto import mock_aws
 from moto.server import ThreadedMotoServer
 
 from xdb.engine.settings import Settings
+from xdb.local import moto_speedups
 from xdb.store.table import TABLE
 
 REGION = "us-east-1"
@@ -42,7 +43,7 @@ class LocalAws:
     def client(self, service: str, *, via_server: bool = False) -> Any:
         """A boto3 client on the embedded AWS (in-process unless ``via_server``)."""
         url = self.server_url if via_server else None
-        return boto3.client(service, region_name=REGION, endpoint_url=url)
+        return boto3.client(service, region_name=REGION, endpoint_url=url)  # type: ignore[call-overload]
 
     def stop(self) -> None:
         self._server.stop()
@@ -59,6 +60,7 @@ def start(*, server_port: int = 0, max_api_timeout: float = 60.0) -> LocalAws:
     ):
         os.environ.setdefault(key, value)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    moto_speedups.apply()
     mock = mock_aws()
     mock.start()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=server_port, verbose=False)
@@ -70,7 +72,9 @@ def start(*, server_port: int = 0, max_api_timeout: float = 60.0) -> LocalAws:
     table = dynamodb.create_table(TableName=TABLE_NAME, **TABLE)["TableDescription"]
     sqs = boto3.client("sqs", region_name=REGION)
     dlq_url = sqs.create_queue(QueueName=DLQ_NAME)["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
     queue_url = sqs.create_queue(
         QueueName=QUEUE_NAME,
         Attributes={
@@ -78,5 +82,7 @@ def start(*, server_port: int = 0, max_api_timeout: float = 60.0) -> LocalAws:
             "RedrivePolicy": f'{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"{MAX_RECEIVES}"}}',
         },
     )["QueueUrl"]
-    settings = Settings(table_name=TABLE_NAME, queue_url=queue_url, region=REGION, max_api_timeout=max_api_timeout)
+    settings = Settings(
+        table_name=TABLE_NAME, queue_url=queue_url, region=REGION, max_api_timeout=max_api_timeout
+    )
     return LocalAws(settings, server_url, table["LatestStreamArn"], dlq_url, mock, server)

@@ -13,8 +13,8 @@ import logging
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,14 +86,26 @@ def matches(record: dict[str, Any], pattern: dict[str, Any]) -> bool:
 class StreamPump(_Pump):
     """DynamoDB Streams -> the stream handler, one batch at a time, in order."""
 
-    def __init__(self, streams: Any, stream_arn: str, handler: Handler, stop: threading.Event, *, batch_size: int = 100) -> None:
+    def __init__(
+        self,
+        streams: Any,
+        stream_arn: str,
+        handler: Handler,
+        stop: threading.Event,
+        *,
+        batch_size: int = 100,
+    ) -> None:
         super().__init__("stream-pump", stop)
         self._streams = streams
         self._arn = stream_arn
         self._handler = handler
         self._batch_size = batch_size
-        shard = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"][0]["ShardId"]
-        self._iterator = streams.get_shard_iterator(StreamArn=stream_arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        shard = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"][0][
+            "ShardId"
+        ]
+        self._iterator = streams.get_shard_iterator(
+            StreamArn=stream_arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
 
     def step(self) -> bool:
         answer = self._streams.get_records(ShardIterator=self._iterator, Limit=self._batch_size)
@@ -112,10 +124,16 @@ class StreamPump(_Pump):
             if not failed:
                 return
             # As Lambda does: retry from the first failed record on.
-            first = next(i for i, r in enumerate(records) if r["dynamodb"]["SequenceNumber"] in failed)
+            first = next(
+                i for i, r in enumerate(records) if r["dynamodb"]["SequenceNumber"] in failed
+            )
             records = records[first:]
             time.sleep(min(0.1 * 2**attempt, 2.0))
-        logger.error("dropping %d stream record(s) after %d tries (on AWS: the on-failure destination)", len(records), MAX_STREAM_RETRIES)
+        logger.error(
+            "dropping %d stream record(s) after %d tries (on AWS: the on-failure destination)",
+            len(records),
+            MAX_STREAM_RETRIES,
+        )
 
 
 class QueuePump(_Pump):
@@ -126,7 +144,17 @@ class QueuePump(_Pump):
     messages in the queue (and visible to the DLQ count) until they can be handled.
     """
 
-    def __init__(self, sqs: Any, queue_url: str, queue_arn: str, handler: Handler, stop: threading.Event, *, concurrency: int = 16, batch_size: int = 5) -> None:
+    def __init__(
+        self,
+        sqs: Any,
+        queue_url: str,
+        queue_arn: str,
+        handler: Handler,
+        stop: threading.Event,
+        *,
+        concurrency: int = 16,
+        batch_size: int = 5,
+    ) -> None:
         super().__init__("task-pump", stop)
         self._sqs = sqs
         self._url = queue_url
@@ -161,10 +189,15 @@ class QueuePump(_Pump):
             if done:
                 self._sqs.delete_message_batch(
                     QueueUrl=self._url,
-                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+                    Entries=[
+                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                        for i, m in enumerate(done)
+                    ],
                 )
         except Exception:
-            logger.exception("task invocation failed; its messages come back after the visibility timeout")
+            logger.exception(
+                "task invocation failed; its messages come back after the visibility timeout"
+            )
         finally:
             self._slots.release()
 

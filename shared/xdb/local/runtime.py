@@ -46,7 +46,9 @@ class LocalRuntime:
         engine_runtime.reset()
 
 
-def start(*, port: int = DEFAULT_PORT, task_threads: int = 16, max_api_timeout: float = 60.0) -> LocalRuntime:
+def start(
+    *, port: int = DEFAULT_PORT, task_threads: int = 16, max_api_timeout: float = 60.0
+) -> LocalRuntime:
     """Start everything; ``port=0`` picks a free port for the API."""
     local = aws.start(max_api_timeout=max_api_timeout)
     settings = local.settings
@@ -61,15 +63,20 @@ def start(*, port: int = DEFAULT_PORT, task_threads: int = 16, max_api_timeout: 
 
     stop = threading.Event()
     sqs = local.client("sqs")
-    queue_arn = sqs.get_queue_attributes(QueueUrl=settings.queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    threads: list[threading.Thread] = [StreamPump(local.client("dynamodbstreams", via_server=True), local.stream_arn, stream, stop)]
-    threads.append(QueuePump(sqs, settings.queue_url, queue_arn, task, stop, concurrency=task_threads))
+    queue_arn = sqs.get_queue_attributes(QueueUrl=settings.queue_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    threads: list[threading.Thread] = [
+        StreamPump(local.client("dynamodbstreams", via_server=True), local.stream_arn, stream, stop)
+    ]
+    threads.append(
+        QueuePump(sqs, settings.queue_url, queue_arn, task, stop, concurrency=task_threads)
+    )
     server = ApiServer(("127.0.0.1", port), api)
     for thread in threads:
         thread.start()
     threads.append(server.start())
-    host, bound_port = server.server_address[:2]
-    return LocalRuntime(f"http://{host}:{bound_port}", local, server, stop, threads)
+    return LocalRuntime(f"http://127.0.0.1:{server.server_port}", local, server, stop, threads)
 
 
 def _function(name: str) -> Any:

@@ -31,4 +31,6 @@ class Task(BaseModel):
 
     @property
     def dedup_key(self) -> str:
-        return f"{self.kind}:{self.run_id}:{self.state_execution_id}:{self.attempt}:{self.timer_index}"
+        return (
+            f"{self.kind}:{self.run_id}:{self.state_execution_id}:{self.attempt}:{self.timer_index}"
+        )

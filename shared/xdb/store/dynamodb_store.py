@@ -34,7 +34,9 @@ class ExecutionStore:
         item = self._get(process_key(workflow_id), archive_key(run_id))
         return decode(item) if item else None
 
-    def create(self, execution: Execution, *, replacing: Execution | None, read_version: int | None) -> None:
+    def create(
+        self, execution: Execution, *, replacing: Execution | None, read_version: int | None
+    ) -> None:
         """Write a new current run.
 
         Without ``replacing``, no run may exist yet. With it, the run it replaces is
@@ -44,7 +46,9 @@ class ExecutionStore:
         if replacing is None:
             self._put(execution, f"attribute_not_exists({PK})", {})
             return
-        self._ddb.put_item(TableName=self._table, Item=encode(replacing, sk=archive_key(replacing.run_id)))
+        self._ddb.put_item(
+            TableName=self._table, Item=encode(replacing, sk=archive_key(replacing.run_id))
+        )
         self._put(
             execution,
             "run_id = :run AND ver = :expected",
@@ -97,7 +101,9 @@ class ExecutionStore:
         ]
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
-        answer = self._ddb.get_item(TableName=self._table, Key={PK: {"S": pk}, SK: {"S": sk}}, ConsistentRead=True)
+        answer = self._ddb.get_item(
+            TableName=self._table, Key={PK: {"S": pk}, SK: {"S": sk}}, ConsistentRead=True
+        )
         return answer.get("Item")
 
     def _query(self, pk: str, prefix: str) -> Iterator[dict[str, Any]]:

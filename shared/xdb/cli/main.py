@@ -1,0 +1,107 @@
+"""The ``xdb`` command: ``xdb dev`` runs the engine locally, ``xdb bench`` measures it."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import logging
+import sys
+import threading
+from pathlib import Path
+
+from xdb.local import runtime
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="xdb", description="XDB on AWS: a durable process engine on DynamoDB."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    dev = commands.add_parser("dev", help="run the engine on this machine (API on 127.0.0.1)")
+    dev.add_argument(
+        "--port", type=int, default=runtime.DEFAULT_PORT, help="API port (default: %(default)s)"
+    )
+    dev.add_argument(
+        "--run",
+        metavar="SCRIPT",
+        help="a Python file whose main(api_url) runs once the engine is up",
+    )
+    dev.add_argument("--exit", action="store_true", help="stop once --run's script returns")
+
+    bench = commands.add_parser(
+        "bench", help="measure state transitions per second on the local runtime"
+    )
+    bench.add_argument("--processes", type=int, default=200)
+    bench.add_argument("--states", type=int, default=10)
+    bench.add_argument(
+        "--stored",
+        type=int,
+        default=50_000,
+        help="completed processes stored before the second run",
+    )
+
+    args = parser.parse_args(argv)
+    if args.command == "dev":
+        return _dev(args.port, args.run, args.exit)
+    from xdb.local import bench as benchmark
+
+    benchmark.main(processes=args.processes, states=args.states, stored=args.stored)
+    return 0
+
+
+def _dev(port: int, script: str | None, exit_after: bool) -> int:
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s.%(msecs)03d %(message)s", datefmt="%H:%M:%S"
+    )
+    logging.getLogger("xdb.transitions").setLevel(logging.INFO)
+    try:
+        engine = runtime.start(port=port)
+    except OSError as error:
+        print(
+            f"xdb dev: cannot listen on 127.0.0.1:{port}: {error.strerror}. Is another engine running? Try --port.",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"XDB engine listening on {engine.api_url} (iWF API; Ctrl-C stops it)")
+    print(
+        f"moto (DynamoDB, Streams, SQS) at {engine.aws.server_url}: table {engine.aws.settings.table_name}"
+    )
+    done = threading.Event()
+    failed = False
+    if script:
+
+        def run_script() -> None:
+            nonlocal failed
+            try:
+                _load(script).main(engine.api_url)
+            except Exception as error:
+                failed = True
+                print(f"{script} failed: {error!r}", file=sys.stderr)
+            finally:
+                done.set()
+
+        threading.Thread(target=run_script, name="script", daemon=True).start()
+    try:
+        while not (exit_after and done.is_set()):
+            done.wait(0.5) if script else threading.Event().wait(3600)
+    except KeyboardInterrupt:
+        print("\nstopping ...")
+    engine.stop()
+    print("stopped")
+    return 1 if failed else 0
+
+
+def _load(path: str):  # type: ignore[no-untyped-def]
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"no such script: {path}")
+    spec = importlib.util.spec_from_file_location(file.stem, file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""``xdb bench``: state transitions per second on the local runtime.
+
+200 concurrent processes of 10 states each run against the local runtime (the same
+handlers, moto and pumps as ``xdb dev``), with a real HTTP worker in its own process.
+Then 50,000 completed processes are stored in the table and the same load runs again.
+A transition is one committed state execution (a worker answer applied to the table).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from typing import Any
+
+import urllib3
+
+from xdb.core import transitions
+from xdb.engine.runtime import Engine
+from xdb.local import runtime
+from xdb.model.execution import Execution, StateOptions
+from xdb.model.wire import (
+    EncodedObject,
+    KeyValue,
+    StateDecision,
+    StateMovement,
+    WorkflowStateExecuteResponse,
+)
+from xdb.store.dynamodb_store import encode
+
+TIME_LIMIT = 300.0
+
+
+def main(*, processes: int, states: int, stored: int) -> None:
+    port = _free_port()
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "xdb.local.bench_worker",
+            "--port",
+            str(port),
+            "--states",
+            str(states),
+        ]
+    )
+    engine = runtime.start(port=0, task_threads=4)
+    http = urllib3.PoolManager(maxsize=32)
+    try:
+        _wait_for(http, f"http://127.0.0.1:{port}/")
+        print(
+            f"xdb bench: {processes} concurrent processes x {states} states, local runtime, worker on 127.0.0.1:{port}"
+        )
+        empty = _run(http, engine, f"http://127.0.0.1:{port}", processes, states, "empty")
+        print(f"  empty table:                 {empty:8.1f} transitions/s")
+        started = time.time()
+        _store_completed(engine.engine, stored, states)
+        print(f"  stored {stored} completed processes in {time.time() - started:.0f}s")
+        full = _run(http, engine, f"http://127.0.0.1:{port}", processes, states, "full")
+        print(f"  after {stored} stored:      {full:8.1f} transitions/s")
+        print(
+            f"  ratio full/empty:            {full / empty:8.2f}   (goals: >= 100/s, ratio >= 0.67)"
+        )
+    finally:
+        engine.stop()
+        worker.terminate()
+        worker.wait()
+
+
+def _run(
+    http: urllib3.PoolManager,
+    engine: runtime.LocalRuntime,
+    worker_url: str,
+    processes: int,
+    states: int,
+    label: str,
+) -> float:
+    before = _completed(http, worker_url)
+    ids = [f"bench-{label}-{i}-{uuid.uuid4().hex[:6]}" for i in range(processes)]
+    started = time.perf_counter()
+    for workflow_id in ids:
+        body = {
+            "workflowId": workflow_id,
+            "iwfWorkflowType": "BenchProcess",
+            "workflowTimeoutSeconds": 0,
+            "iwfWorkerUrl": worker_url,
+            "startStateId": "S1",
+            "stateOptions": {"skipWaitUntil": True},
+        }
+        response = http.request(
+            "POST",
+            engine.api_url + "/api/v1/workflow/start",
+            body=json.dumps(body),
+            headers={"Content-Type": "application/json"},
+        )
+        assert response.status == 200, response.data
+    last_report = started
+    while (done := _completed(http, worker_url) - before) < processes:
+        if time.perf_counter() - last_report > 10:
+            last_report = time.perf_counter()
+            print(
+                f"    ... {done}/{processes} processes done after {last_report - started:.0f}s",
+                flush=True,
+            )
+        if time.perf_counter() - started > TIME_LIMIT:
+            raise TimeoutError(f"bench did not finish in {TIME_LIMIT:.0f}s")
+        time.sleep(0.05)
+    # The worker answered the last state of every process; wait for those commits too.
+    store = engine.engine.store
+    pending = list(ids)
+    while pending:
+        pending = [i for i in pending if not (e := store.current(i)) or not e.status.closed]
+        if pending:
+            time.sleep(0.05)
+    elapsed = time.perf_counter() - started
+    return processes * states / elapsed
+
+
+def _store_completed(engine: Engine, count: int, states: int) -> None:
+    """Write ``count`` completed executions, shaped as the benchmark's own, in batches."""
+    ddb, table = engine.store._ddb, engine.store._table  # the bench seeds the table directly
+    template = _completed_execution(states)
+    batch: list[dict[str, Any]] = []
+    for i in range(count):
+        execution = template.model_copy(
+            update={"workflow_id": f"stored-{i}", "run_id": str(uuid.uuid4()), "events": []}
+        )
+        batch.append({"PutRequest": {"Item": encode(execution, sk="RUN")}})
+        if len(batch) == 25 or i == count - 1:
+            pending: dict[str, Any] = {table: batch}
+            while pending:
+                pending = ddb.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+            batch = []
+
+
+def _completed_execution(states: int) -> Execution:
+    spec = transitions.StartSpec(
+        workflow_id="template",
+        workflow_type="BenchProcess",
+        worker_url="http://127.0.0.1:9",
+        timeout_seconds=0,
+        start_state_id="S1",
+        input=None,
+        options=StateOptions(skip_wait_until=True),
+    )
+    now = time.time()
+    execution = transitions.start(spec, current=None, run_id="template", now=now).execution
+    for number in range(1, states + 1):
+        following = f"S{number + 1}" if number < states else transitions.GRACEFUL_COMPLETE
+        answer = WorkflowStateExecuteResponse(
+            state_decision=StateDecision(
+                next_states=[
+                    StateMovement.model_validate(
+                        {"stateId": following, "stateOptions": {"skipWaitUntil": True}}
+                    )
+                ]
+            ),
+            upsert_data_objects=[
+                KeyValue(key="step", value=EncodedObject(encoding="json", data=str(number)))
+            ],
+        )
+        nxt = transitions.on_execute(
+            execution, f"S{number}-1", 1, answer, now=now, max_api_timeout=60
+        )
+        assert nxt is not None
+        execution = nxt
+    return execution
+
+
+def _completed(http: urllib3.PoolManager, worker_url: str) -> int:
+    return int(json.loads(http.request("GET", worker_url + "/").data)["completed"])
+
+
+def _wait_for(http: urllib3.PoolManager, url: str) -> None:
+    for _ in range(100):
+        try:
+            http.request("GET", url, retries=False)
+            return
+        except urllib3.exceptions.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError(f"the bench worker did not come up at {url}")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
