@@ -119,14 +119,7 @@ class Harness:
         runtime.install(self.engine)
         self.sqs = local.client("sqs")
         self.ddb = local.client("dynamodb")
-        streams = local.client("dynamodbstreams", via_server=True)
-        shard = streams.describe_stream(StreamArn=local.stream_arn)["StreamDescription"]["Shards"][
-            0
-        ]["ShardId"]
-        self._streams = streams
-        self._iterator = streams.get_shard_iterator(
-            StreamArn=local.stream_arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
-        )["ShardIterator"]
+        self._stream = local.stream()
 
     # -- the API function
 
@@ -155,9 +148,7 @@ class Harness:
     # -- the stream function
 
     def stream_records(self) -> list[dict[str, Any]]:
-        answer = self._streams.get_records(ShardIterator=self._iterator, Limit=1000)
-        self._iterator = answer["NextShardIterator"]
-        return [r for r in answer.get("Records", []) if matches(r, STREAM_FILTER)]
+        return [r for r in self._stream.read(1000) if matches(r, STREAM_FILTER)]
 
     def deliver_stream(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         return stream_ddb.lambda_handler({"Records": records}, context_for("stream"))

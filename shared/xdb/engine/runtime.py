@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
+from botocore import UNSIGNED
 from botocore.config import Config
 
 from xdb.aws.task_queue import TaskQueue
@@ -37,6 +38,7 @@ def aws_clients(settings: Settings) -> tuple[Any, Any]:
         region_name=settings.region,
         retries={"mode": "standard", "max_attempts": 5},
         max_pool_connections=64,
+        signature_version=None if settings.sign_requests else UNSIGNED,
     )
     kwargs: dict[str, Any] = {"config": config}
     if settings.endpoint_url:

@@ -17,6 +17,9 @@ class Settings(BaseModel):
     region: str = "us-east-1"
     # Set locally to point boto3 at moto; unset on AWS.
     endpoint_url: str | None = None
+    # Off only where AWS is moto in this process (the local runtime): signing costs time
+    # and moto does not check signatures.
+    sign_requests: bool = True
     # A worker call may not outlive the task function (its timeout minus a margin).
     max_api_timeout: float = Field(default=60.0, gt=0)
     # API Gateway cuts a request at 29 s: long polls end well before.
@@ -31,6 +34,7 @@ class Settings(BaseModel):
             "queue_url": env.get("XDB_QUEUE_URL", ""),
             "region": env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
             "endpoint_url": env.get("XDB_AWS_ENDPOINT_URL") or None,
+            "sign_requests": env.get("XDB_SIGN_AWS_REQUESTS", "true").lower() != "false",
         }
         for name, key in (
             ("max_api_timeout", "XDB_MAX_API_TIMEOUT_SECONDS"),

@@ -16,7 +16,7 @@ from xdb.core import transitions
 from xdb.core.errors import InvalidWorkerAnswer, WorkerCallFailed
 from xdb.engine.commit import commit
 from xdb.engine.runtime import Engine
-from xdb.model.execution import Api, Execution, Loading, StateExecution
+from xdb.model.execution import Api, Execution, Loading, Phase, StateExecution
 from xdb.model.task import Task, TaskKind
 from xdb.model.wire import (
     CommandResults,
@@ -36,7 +36,18 @@ logger = logging.getLogger(__name__)
 
 
 def handle(engine: Engine, task: Task) -> None:
-    """Run a task. Stale tasks (duplicates, late arrivals) change nothing."""
+    """Run a task. Stale tasks (duplicates, late arrivals) change nothing.
+
+    An exception leaves the task in the queue: it comes back after the visibility timeout.
+    """
+    try:
+        _handle(engine, task)
+    except Exception:
+        logger.exception("task failed; SQS will deliver it again: %s", task.model_dump_json())
+        raise
+
+
+def _handle(engine: Engine, task: Task) -> None:
     now = engine.clock()
     if task.due_at > now:
         # Due beyond SQS's 15-minute delay: send it on for the remaining time.
@@ -63,15 +74,15 @@ def handle(engine: Engine, task: Task) -> None:
 
 
 def _run_state(engine: Engine, task: Task) -> None:
-    execution = engine.store.current(task.workflow_id)
-    if execution is None or execution.run_id != task.run_id or execution.status.closed:
-        return
-    state = execution.states.get(task.state_execution_id or "")
-    if (
-        state is None
-        or state.attempt != task.attempt
-        or state.phase.value not in ("WAIT_UNTIL", "EXECUTE")
-    ):
+    # The store's recent snapshot saves a read when it matches the task; a stale one only
+    # costs a version conflict at commit. A mismatch is checked against a fresh read, so
+    # a stale snapshot never makes us drop a task that is due.
+    execution = engine.store.recent(task.workflow_id)
+    state = _due_state(execution, task)
+    if state is None:
+        execution = engine.store.current(task.workflow_id)
+        state = _due_state(execution, task)
+    if execution is None or state is None:
         return
     api, attempt, sx = state.api, state.attempt, state.id
     try:
@@ -93,6 +104,16 @@ def _run_state(engine: Engine, task: Task) -> None:
         commit(engine, task.workflow_id, task.run_id, apply, read=execution)
     except InvalidWorkerAnswer as error:
         _fail_attempt(engine, task, api, attempt, error.message)
+
+
+def _due_state(execution: Execution | None, task: Task) -> StateExecution | None:
+    """The state execution ``task`` asks to run, if ``execution`` still waits for it."""
+    if execution is None or execution.run_id != task.run_id or execution.status.closed:
+        return None
+    state = execution.states.get(task.state_execution_id or "")
+    if state is None or state.attempt != task.attempt or state.phase is Phase.WAITING:
+        return None
+    return state
 
 
 def _fail_attempt(engine: Engine, task: Task, api: Api, attempt: int, reason: str) -> None:

@@ -36,20 +36,23 @@ TIME_LIMIT = 300.0
 
 def main(*, processes: int, states: int, stored: int) -> None:
     port = _free_port()
+    # The worker's output goes nowhere: it must not hold the caller's pipes open.
+    command = [
+        sys.executable,
+        "-m",
+        "xdb.local.bench_worker",
+        "--port",
+        str(port),
+        "--states",
+        str(states),
+    ]
     worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "xdb.local.bench_worker",
-            "--port",
-            str(port),
-            "--states",
-            str(states),
-        ]
+        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    engine = runtime.start(port=0, task_threads=4)
     http = urllib3.PoolManager(maxsize=32)
+    engine = None
     try:
+        engine = runtime.start(port=0, task_threads=8)
         _wait_for(http, f"http://127.0.0.1:{port}/")
         print(
             f"xdb bench: {processes} concurrent processes x {states} states, local runtime, worker on 127.0.0.1:{port}"
@@ -65,7 +68,8 @@ def main(*, processes: int, states: int, stored: int) -> None:
             f"  ratio full/empty:            {full / empty:8.2f}   (goals: >= 100/s, ratio >= 0.67)"
         )
     finally:
-        engine.stop()
+        if engine is not None:
+            engine.stop()
         worker.terminate()
         worker.wait()
 

@@ -1,29 +1,50 @@
-"""Two fixes to moto's hot paths, applied by the local runtime only.
+"""Fixes to moto's hot paths, applied by the local runtime only.
 
-Both keep moto's behaviour and remove work that grows with load (measured with py-spy on
-``xdb bench``; moto 5.2.5):
+Each keeps moto's behaviour and removes work that grows with load; each was found with a
+profiler on ``xdb bench`` (moto 5.2.5):
 
+* SQS reads the clock through ``unix_time()``, which builds two datetimes and subtracts
+  them; it does so for every message of the queue on every send and receive (to count
+  visible and delayed messages). We read ``time.time()`` instead: same value, ~20x cheaper.
 * SQS ``receive_message`` checks each candidate message's retention by computing *all*
-  queue attributes, which counts every message in the queue: O(n^2) per receive with n
-  messages in flight. We read the retention period directly.
+  queue attributes, which counts every message again: O(n^2) per receive. We read the
+  retention period directly.
+* SQS draws each 185-letter receipt handle one ``random.choice`` at a time.
 * Every request lists the methods of its response class with ``inspect.getmembers``;
   classes do not change at run time, so we remember the list per class.
 * Every backend lookup takes a global lock and copies the account list, even when the
-  account's backend already exists; with the task pool's threads that lock is contended
-  on every call. We skip the lock when the backend exists (a dict lookup is atomic).
+  account's backend exists; the task threads contend on that lock on every call.
 """
 
 from __future__ import annotations
 
 import functools
+import random
+import string
+import time
+from datetime import datetime
 from typing import Any
 
 import moto.core.responses
+import moto.sqs.models
 from moto.core.base_backend import BackendDict
-from moto.core.utils import method_names_from_class, unix_time
+from moto.core.utils import method_names_from_class
+from moto.core.utils import unix_time as moto_unix_time
 from moto.sqs.models import SQSBackend
 
 _applied = False
+
+
+def _unix_time(dt: datetime | None = None) -> float:
+    return time.time() if dt is None else moto_unix_time(dt)
+
+
+def _unix_time_millis(dt: datetime | None = None) -> float:
+    return _unix_time(dt) * 1000.0
+
+
+def _receipt_handle() -> str:
+    return "".join(random.choices(string.ascii_lowercase, k=185))
 
 
 def apply() -> None:
@@ -40,9 +61,13 @@ def apply() -> None:
 
     def retained(self: SQSBackend, queue_name: str, message: Any) -> bool:
         queue = self.get_queue(queue_name)
-        retain_until = int(queue.message_retention_period) + message.sent_timestamp / 1000
-        return bool(retain_until > unix_time())
+        return bool(
+            int(queue.message_retention_period) + message.sent_timestamp / 1000 > time.time()
+        )
 
+    moto.sqs.models.unix_time = _unix_time  # type: ignore[attr-defined]
+    moto.sqs.models.unix_time_millis = _unix_time_millis  # type: ignore[attr-defined]
+    moto.sqs.models.generate_receipt_handle = _receipt_handle  # type: ignore[attr-defined]
+    SQSBackend.is_message_valid_based_on_retention_period = retained  # type: ignore[method-assign]
     moto.core.responses.method_names_from_class = functools.cache(method_names_from_class)
     BackendDict._create_account_specific_backend = existing_or_create  # type: ignore[method-assign]
-    SQSBackend.is_message_valid_based_on_retention_period = retained  # type: ignore[method-assign]

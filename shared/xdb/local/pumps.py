@@ -88,34 +88,33 @@ class StreamPump(_Pump):
 
     def __init__(
         self,
-        streams: Any,
-        stream_arn: str,
+        read: Callable[[int], list[dict[str, Any]]],
         handler: Handler,
         stop: threading.Event,
         *,
         batch_size: int = 100,
+        batching_window: float = 0.05,
     ) -> None:
         super().__init__("stream-pump", stop)
-        self._streams = streams
-        self._arn = stream_arn
+        self._read = read
         self._handler = handler
         self._batch_size = batch_size
-        shard = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"][0][
-            "ShardId"
-        ]
-        self._iterator = streams.get_shard_iterator(
-            StreamArn=stream_arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
-        )["ShardIterator"]
+        self._window = batching_window
 
     def step(self) -> bool:
-        answer = self._streams.get_records(ShardIterator=self._iterator, Limit=self._batch_size)
-        self._iterator = answer["NextShardIterator"]
-        records = [r for r in answer.get("Records", []) if matches(r, STREAM_FILTER)]
-        for record in records:
-            record["eventSourceARN"] = self._arn
+        # Like MaximumBatchingWindowInSeconds: once a record is in, gather more for a
+        # moment, so one invocation sends many tasks in few SQS and DynamoDB calls.
+        read = self._read(self._batch_size)
+        if not read:
+            return False
+        deadline = time.monotonic() + self._window
+        while len(read) < self._batch_size and time.monotonic() < deadline:
+            time.sleep(0.005)
+            read += self._read(self._batch_size - len(read))
+        records = [r for r in read if matches(r, STREAM_FILTER)]
         if records:
             self._deliver(records)
-        return bool(answer.get("Records"))
+        return True
 
     def _deliver(self, records: list[dict[str, Any]]) -> None:
         for attempt in range(1, MAX_STREAM_RETRIES + 1):

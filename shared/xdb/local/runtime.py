@@ -56,6 +56,7 @@ def start(
         XDB_TABLE_NAME=settings.table_name,
         XDB_QUEUE_URL=settings.queue_url,
         XDB_MAX_API_TIMEOUT_SECONDS=str(settings.max_api_timeout),
+        XDB_SIGN_AWS_REQUESTS="false",
     )
     os.environ.pop("XDB_AWS_ENDPOINT_URL", None)
     engine_runtime.reset()
@@ -66,9 +67,7 @@ def start(
     queue_arn = sqs.get_queue_attributes(QueueUrl=settings.queue_url, AttributeNames=["QueueArn"])[
         "Attributes"
     ]["QueueArn"]
-    threads: list[threading.Thread] = [
-        StreamPump(local.client("dynamodbstreams", via_server=True), local.stream_arn, stream, stop)
-    ]
+    threads: list[threading.Thread] = [StreamPump(local.stream().read, stream, stop)]
     threads.append(
         QueuePump(sqs, settings.queue_url, queue_arn, task, stop, concurrency=task_threads)
     )

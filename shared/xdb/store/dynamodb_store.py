@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,15 +18,47 @@ MAX_SNAPSHOT_BYTES = 380_000
 
 
 class ExecutionStore:
-    """Reads and writes execution snapshots. Every write is conditional on ``ver``."""
+    """Reads and writes execution snapshots. Every write is conditional on ``ver``.
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    It also remembers the snapshots it last read or wrote (a bounded LRU), so the task
+    handler can skip a read before calling the worker: see :meth:`recent`.
+    """
+
+    def __init__(self, client: Any, table_name: str, *, remember: int = 10_000) -> None:
         self._ddb = client
         self._table = table_name
+        self._recent: OrderedDict[str, Execution] = OrderedDict()
+        self._remember = remember
+        self._lock = threading.Lock()
 
     def current(self, workflow_id: str) -> Execution | None:
         item = self._get(process_key(workflow_id), CURRENT)
-        return decode(item) if item else None
+        execution = decode(item) if item else None
+        if execution is not None:
+            self._note(execution)
+        return execution
+
+    def recent(self, workflow_id: str) -> Execution | None:
+        """The last snapshot this store saw of the current run, without I/O; may be stale.
+
+        Only for callers whose next write is conditional on the version they read, and
+        who read again (:meth:`current`) before concluding that something is missing.
+        """
+        with self._lock:
+            return self._recent.get(workflow_id)
+
+    def _note(self, execution: Execution) -> None:
+        with self._lock:
+            known = self._recent.get(execution.workflow_id)
+            if (
+                known is None
+                or known.run_id != execution.run_id
+                or known.version <= execution.version
+            ):
+                self._recent[execution.workflow_id] = execution
+                self._recent.move_to_end(execution.workflow_id)
+            while len(self._recent) > self._remember:
+                self._recent.popitem(last=False)
 
     def run(self, workflow_id: str, run_id: str | None) -> Execution | None:
         """The given run (the current one when ``run_id`` is empty), or None."""
@@ -80,6 +114,7 @@ class ExecutionStore:
                     workflow_id=execution.workflow_id,
                 ) from None
             raise
+        self._note(execution)
 
     def append_history_of(self, executions: list[Execution]) -> None:
         """Write the events of these versions as history items (fixed keys: idempotent)."""
