@@ -8,6 +8,7 @@ import logging
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from xdb.local import runtime
 
@@ -92,7 +93,7 @@ def _dev(port: int, script: str | None, exit_after: bool) -> int:
     return 1 if failed else 0
 
 
-def _load(path: str):  # type: ignore[no-untyped-def]
+def _load(path: str) -> Any:
     file = Path(path)
     if not file.is_file():
         raise FileNotFoundError(f"no such script: {path}")

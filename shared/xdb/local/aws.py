@@ -43,7 +43,7 @@ class MotoStream:
         from moto.core import DEFAULT_ACCOUNT_ID
         from moto.dynamodb.models import dynamodb_backends
 
-        self._table = dynamodb_backends[DEFAULT_ACCOUNT_ID][REGION].get_table(table_name)
+        self._table: Any = dynamodb_backends[DEFAULT_ACCOUNT_ID][REGION].get_table(table_name)
         self._arn = stream_arn
         self._next = self._table.stream_shard.starting_sequence_number
 

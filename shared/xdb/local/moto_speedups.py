@@ -55,19 +55,19 @@ def apply() -> None:
     create_backend = BackendDict._create_account_specific_backend
 
     def existing_or_create(self: BackendDict, account_id: str) -> None:
-        if account_id in self and self in BackendDict._instances:  # type: ignore[attr-defined]
+        if account_id in self and self in getattr(BackendDict, "_instances", []):
             return
         create_backend(self, account_id)
 
     def retained(self: SQSBackend, queue_name: str, message: Any) -> bool:
         queue = self.get_queue(queue_name)
         return bool(
-            int(queue.message_retention_period) + message.sent_timestamp / 1000 > time.time()
+            int(getattr(queue, "message_retention_period")) + message.sent_timestamp / 1000 > time.time()
         )
 
-    moto.sqs.models.unix_time = _unix_time  # type: ignore[attr-defined]
-    moto.sqs.models.unix_time_millis = _unix_time_millis  # type: ignore[attr-defined]
-    moto.sqs.models.generate_receipt_handle = _receipt_handle  # type: ignore[attr-defined]
+    moto.sqs.models.unix_time = _unix_time
+    moto.sqs.models.unix_time_millis = _unix_time_millis
+    moto.sqs.models.generate_receipt_handle = _receipt_handle
     SQSBackend.is_message_valid_based_on_retention_period = retained  # type: ignore[method-assign]
     moto.core.responses.method_names_from_class = functools.cache(method_names_from_class)
     BackendDict._create_account_specific_backend = existing_or_create  # type: ignore[method-assign]
