@@ -18,7 +18,7 @@ from moto import mock_aws
 from moto.server import ThreadedMotoServer
 
 from xdb.engine.settings import Settings
-from xdb.local import moto_speedups
+from xdb.local import moto_fixes
 from xdb.store.table import TABLE
 
 REGION = "us-east-1"
@@ -43,13 +43,25 @@ class MotoStream:
         from moto.core import DEFAULT_ACCOUNT_ID
         from moto.dynamodb.models import dynamodb_backends
 
-        self._table: Any = dynamodb_backends[DEFAULT_ACCOUNT_ID][REGION].get_table(table_name)
+        table: Any = dynamodb_backends[DEFAULT_ACCOUNT_ID][REGION].get_table(table_name)
+        self._table = table
         self._arn = stream_arn
-        self._next = self._table.stream_shard.starting_sequence_number
+        self._next: int = table.stream_shard.starting_sequence_number
+
+    def backlog(self) -> int:
+        """Records written but not read yet."""
+        shard = self._table.stream_shard
+        return int(shard.starting_sequence_number + len(shard.items) - self._next)
 
     def read(self, limit: int) -> list[dict[str, Any]]:
-        shard = self._table.stream_shard
-        records = shard.items[self._next - shard.starting_sequence_number :][:limit]
+        """The next records, at most ``limit``; read records are dropped from moto's memory
+        (this reader is the stream's only consumer)."""
+        with moto_fixes.STREAM_LOCK:
+            shard = self._table.stream_shard
+            consumed = self._next - shard.starting_sequence_number
+            del shard.items[:consumed]
+            shard.starting_sequence_number += consumed
+            records = shard.items[:limit]
         self._next += len(records)
         return [self._lambda_record(r.to_json()) for r in records]
 
@@ -95,7 +107,7 @@ def start(*, server_port: int = 0, max_api_timeout: float = 60.0) -> LocalAws:
     ):
         os.environ.setdefault(key, value)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    moto_speedups.apply()
+    moto_fixes.apply()
     mock = mock_aws()
     mock.start()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=server_port, verbose=False)

@@ -27,6 +27,7 @@ DEFAULT_PORT = 8801
 class LocalRuntime:
     api_url: str
     aws: aws.LocalAws
+    stream: aws.MotoStream
     _server: ApiServer
     _stop: threading.Event
     _threads: list[threading.Thread] = field(default_factory=list)
@@ -67,7 +68,8 @@ def start(
     queue_arn = sqs.get_queue_attributes(QueueUrl=settings.queue_url, AttributeNames=["QueueArn"])[
         "Attributes"
     ]["QueueArn"]
-    threads: list[threading.Thread] = [StreamPump(local.stream().read, stream, stop)]
+    table_stream = local.stream()
+    threads: list[threading.Thread] = [StreamPump(table_stream.read, stream, stop)]
     threads.append(
         QueuePump(sqs, settings.queue_url, queue_arn, task, stop, concurrency=task_threads)
     )
@@ -75,7 +77,9 @@ def start(
     for thread in threads:
         thread.start()
     threads.append(server.start())
-    return LocalRuntime(f"http://127.0.0.1:{server.server_port}", local, server, stop, threads)
+    return LocalRuntime(
+        f"http://127.0.0.1:{server.server_port}", local, table_stream, server, stop, threads
+    )
 
 
 def _function(name: str) -> Any:

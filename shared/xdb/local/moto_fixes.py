@@ -1,7 +1,16 @@
-"""Fixes to moto's hot paths, applied by the local runtime only.
+"""Fixes to moto, applied by the local runtime only (moto 5.2.5).
 
-Each keeps moto's behaviour and removes work that grows with load; each was found with a
-profiler on ``xdb bench`` (moto 5.2.5):
+Two make room for the local runtime: a table's stream keeps every record forever in moto;
+the local stream reader drops records once delivered (see ``MotoStream``), under
+:data:`STREAM_LOCK`, which moto's ``StreamShard.add`` then also takes.
+
+One fixes a race. SQS ``delete_message`` rebuilds the queue's message list without the
+queue's lock, while ``send_message`` appends under it: a message sent during a delete is
+lost. ``xdb bench`` lost about one process in twenty to it before this fix. We take the
+queue's lock around the rebuild.
+
+The others keep moto's behaviour and remove work that grows with load; each was found
+with a profiler on ``xdb bench``:
 
 * SQS reads the clock through ``unix_time()``, which builds two datetimes and subtracts
   them; it does so for every message of the queue on every send and receive (to count
@@ -21,6 +30,7 @@ from __future__ import annotations
 import functools
 import random
 import string
+import threading
 import time
 from datetime import datetime
 from typing import Any
@@ -30,9 +40,11 @@ import moto.sqs.models
 from moto.core.base_backend import BackendDict
 from moto.core.utils import method_names_from_class
 from moto.core.utils import unix_time as moto_unix_time
-from moto.sqs.models import SQSBackend
+from moto.dynamodb.models.table import StreamShard
+from moto.sqs.models import Queue, SQSBackend
 
 _applied = False
+STREAM_LOCK = threading.Lock()
 
 
 def _unix_time(dt: datetime | None = None) -> float:
@@ -62,9 +74,24 @@ def apply() -> None:
     def retained(self: SQSBackend, queue_name: str, message: Any) -> bool:
         queue = self.get_queue(queue_name)
         return bool(
-            int(getattr(queue, "message_retention_period")) + message.sent_timestamp / 1000 > time.time()
+            int(queue.message_retention_period) + message.sent_timestamp / 1000
+            > time.time()
         )
 
+    add_record = StreamShard.add
+
+    def add_record_locked(self: StreamShard, old: Any, new: Any) -> None:
+        with STREAM_LOCK:
+            add_record(self, old, new)
+
+    StreamShard.add = add_record_locked  # type: ignore[method-assign]
+    delete_message = Queue.delete_message
+
+    def delete_message_locked(self: Queue, receipt_handle: str) -> None:
+        with self._messages_lock:
+            delete_message(self, receipt_handle)
+
+    Queue.delete_message = delete_message_locked  # type: ignore[method-assign]
     moto.sqs.models.unix_time = _unix_time
     moto.sqs.models.unix_time_millis = _unix_time_millis
     moto.sqs.models.generate_receipt_handle = _receipt_handle

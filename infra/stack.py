@@ -1,0 +1,139 @@
+"""The XDB stack: one table with a stream, a task queue with a DLQ, three functions, an HTTP API.
+
+The table's keys and stream, and the stream trigger's filter, come from
+:mod:`xdb.store.table`, the same definition the local runtime builds from.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_apigatewayv2 as apigw
+from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+from xdb.store import table as schema
+
+from infra.bundling import code_asset, dependencies_asset
+
+RUNTIME = lambda_.Runtime.PYTHON_3_12
+# A worker call may take this long; the task function outlives it by a margin.
+MAX_API_TIMEOUT_SECONDS = 60
+TASK_TIMEOUT = Duration.seconds(MAX_API_TIMEOUT_SECONDS + 30)
+# API Gateway ends a request at 29 s; long polls end at 25 s (see Settings).
+API_TIMEOUT = Duration.seconds(29)
+STREAM_TIMEOUT = Duration.seconds(60)
+# Tasks are retried by the engine's own policies; SQS's count only catches poison messages.
+MAX_RECEIVES = 10
+
+
+class XdbStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, **kwargs: object) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+
+        self.table = dynamodb.Table(
+            self,
+            "Executions",
+            partition_key=_key(schema.PK),
+            sort_key=_key(schema.SK),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            stream=dynamodb.StreamViewType(schema.STREAM_VIEW),
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            time_to_live_attribute=schema.TTL_ATTRIBUTE,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.dlq = sqs.Queue(self, "TasksDlq", retention_period=Duration.days(14), enforce_ssl=True)
+        self.queue = sqs.Queue(
+            self,
+            "Tasks",
+            # AWS's advice: at least 6 times the consuming function's timeout.
+            visibility_timeout=Duration.seconds(TASK_TIMEOUT.to_seconds() * 6),
+            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=MAX_RECEIVES),
+            enforce_ssl=True,
+        )
+
+        deps = lambda_.LayerVersion(
+            self,
+            "Dependencies",
+            code=dependencies_asset(),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[lambda_.Architecture.ARM_64],
+            description="pydantic and aws-lambda-powertools for the XDB functions",
+        )
+        environment = {
+            "XDB_TABLE_NAME": self.table.table_name,
+            "XDB_QUEUE_URL": self.queue.queue_url,
+            "XDB_MAX_API_TIMEOUT_SECONDS": str(MAX_API_TIMEOUT_SECONDS),
+            "POWERTOOLS_SERVICE_NAME": "xdb",
+        }
+
+        def function(name: str, module: str, timeout: Duration, memory: int) -> lambda_.Function:
+            return lambda_.Function(
+                self,
+                name,
+                runtime=RUNTIME,
+                architecture=lambda_.Architecture.ARM_64,
+                handler=f"functions.{module}.lambda_handler",
+                code=code_asset(),
+                layers=[deps],
+                timeout=timeout,
+                memory_size=memory,
+                environment=environment,
+            )
+
+        self.api_function = function("ApiFunction", "api_http", API_TIMEOUT, 512)
+        self.stream_function = function("StreamFunction", "stream_ddb", STREAM_TIMEOUT, 256)
+        self.task_function = function("TaskFunction", "task_sqs", TASK_TIMEOUT, 512)
+
+        self.table.grant_read_write_data(self.api_function)
+        self.table.grant_read_write_data(self.task_function)
+        self.table.grant_write_data(self.stream_function)  # history items
+        self.queue.grant_send_messages(self.stream_function)
+        self.queue.grant_send_messages(self.task_function)  # tasks due after 15 minutes
+
+        self.stream_function.add_event_source(
+            sources.DynamoEventSource(
+                self.table,
+                starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+                batch_size=100,
+                bisect_batch_on_error=True,
+                retry_attempts=10,
+                report_batch_item_failures=True,
+                filters=[lambda_.FilterCriteria.filter(schema.STREAM_FILTER)],
+            )
+        )
+        self.task_function.add_event_source(
+            sources.SqsEventSource(self.queue, batch_size=10, report_batch_item_failures=True)
+        )
+
+        self.http_api = apigw.HttpApi(
+            self,
+            "Api",
+            default_integration=integrations.HttpLambdaIntegration(
+                "ApiIntegration", self.api_function
+            ),
+        )
+        CfnOutput(
+            self,
+            "ApiUrl",
+            value=self.http_api.api_endpoint,
+            description="the XDB API (iWF server URL)",
+        )
+        CfnOutput(self, "TableName", value=self.table.table_name)
+        CfnOutput(self, "TaskQueueUrl", value=self.queue.queue_url)
+
+
+def _key(name: str) -> dynamodb.Attribute:
+    definition = next(d for d in schema.TABLE["AttributeDefinitions"] if d["AttributeName"] == name)
+    return dynamodb.Attribute(name=name, type=_TYPES[definition["AttributeType"]])
+
+
+_TYPES = {
+    "S": dynamodb.AttributeType.STRING,
+    "N": dynamodb.AttributeType.NUMBER,
+    "B": dynamodb.AttributeType.BINARY,
+}
