@@ -74,7 +74,7 @@ def apply() -> None:
     def retained(self: SQSBackend, queue_name: str, message: Any) -> bool:
         queue = self.get_queue(queue_name)
         return bool(
-            int(queue.message_retention_period) + message.sent_timestamp / 1000
+            int(queue.message_retention_period)  # type: ignore[attr-defined] + message.sent_timestamp / 1000
             > time.time()
         )
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from xdb.engine import runtime as engine_runtime
 from xdb.local import aws
+from xdb.local.aws import LocalAws, MotoStream
 from xdb.local.http_api import ApiServer
 from xdb.local.pumps import QueuePump, StreamPump
 
@@ -26,8 +27,8 @@ DEFAULT_PORT = 8801
 @dataclass
 class LocalRuntime:
     api_url: str
-    aws: aws.LocalAws
-    stream: aws.MotoStream
+    aws: LocalAws
+    stream: MotoStream
     _server: ApiServer
     _stop: threading.Event
     _threads: list[threading.Thread] = field(default_factory=list)
