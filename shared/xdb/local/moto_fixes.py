@@ -72,11 +72,9 @@ def apply() -> None:
         create_backend(self, account_id)
 
     def retained(self: SQSBackend, queue_name: str, message: Any) -> bool:
-        queue = self.get_queue(queue_name)
-        return bool(
-            int(queue.message_retention_period)  # type: ignore[attr-defined] + message.sent_timestamp / 1000
-            > time.time()
-        )
+        queue: Any = self.get_queue(queue_name)
+        retain_until = int(queue.message_retention_period) + message.sent_timestamp / 1000
+        return bool(retain_until > time.time())
 
     add_record = StreamShard.add
 
