@@ -145,6 +145,12 @@ def start_body(**changes: object) -> dict:
             "cronSchedule",
         ),
         ("/api/v1/workflow/start", "{not json", 400, "invalid request"),
+        (
+            "/api/v1/workflow/start",
+            start_body(workflowId="big", stateInput={"encoding": "json", "data": "x" * 500_000}),
+            400,
+            "over the 380000-byte limit",
+        ),
         ("/api/v1/workflow/start", [], 400, "invalid request"),
         ("/api/v1/workflow/get", {"workflowId": "ghost"}, 400, "'ghost' does not exist"),
         (

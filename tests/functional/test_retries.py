@@ -89,3 +89,22 @@ def test_slow_worker_times_out_and_goes_to_the_recovery_state(
     assert get(harness)["results"][0]["completedStateOutput"]["data"] == '"recovered"'
     recover = [r for r in worker.requests if r["workflowStateId"] == "Recover"]
     assert recover[0]["stateInput"]["data"] == '"same input"'
+
+
+def test_answer_that_would_overflow_the_item_fails_the_attempt_and_writes_nothing(
+    harness: Harness, worker: FakeWorker
+) -> None:
+    huge = {"key": "blob", "value": {"encoding": "json", "data": "x" * 500_000}}
+
+    def answer(_: dict[str, Any]) -> tuple[int, Any]:
+        return 200, {**decide(("B", None))(_)[1], "upsertDataObjects": [huge]}
+
+    worker.on("execute", "A", answer)
+    harness.start("wf", **options(executeApiRetryPolicy={"maximumAttempts": 1}))
+    harness.run()
+    body = get(harness)
+    assert (
+        body["workflowStatus"] == "FAILED" and "over the 380000-byte limit" in body["errorMessage"]
+    )
+    _, objects = harness.api("/api/v1/workflow/dataobjects/get", {"workflowId": "wf"})
+    assert objects == {"objects": []}

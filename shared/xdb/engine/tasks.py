@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from xdb.aws.worker_client import EXECUTE_PATH, WAIT_UNTIL_PATH
 from xdb.core import transitions
-from xdb.core.errors import InvalidWorkerAnswer, WorkerCallFailed
+from xdb.core.errors import InvalidWorkerAnswer, PayloadTooLarge, WorkerCallFailed
 from xdb.engine.commit import commit
 from xdb.engine.runtime import Engine
 from xdb.model.execution import Api, Execution, Loading, Phase, StateExecution
@@ -102,7 +102,7 @@ def _run_state(engine: Engine, task: Task) -> None:
 
     try:
         commit(engine, task.workflow_id, task.run_id, apply, read=execution)
-    except InvalidWorkerAnswer as error:
+    except (InvalidWorkerAnswer, PayloadTooLarge) as error:
         _fail_attempt(engine, task, api, attempt, error.message)
 
 
