@@ -13,7 +13,7 @@ from tests.e2e import iwf_worker
 iwf_worker.install()
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="package", autouse=True)
 def local_runtime() -> Iterator[runtime.LocalRuntime]:
     engine = runtime.start(port=runtime.DEFAULT_PORT)
     worker = iwf_worker.serve()

@@ -60,6 +60,18 @@ _route(
     wire.WorkflowSetDataObjectsRequest,
     processes.set_data_objects,
 )
+_route("/api/v1/workflow/signal", wire.WorkflowSignalRequest, processes.signal)
+_route(
+    "/api/v1/workflow/publishToInternalChannel",
+    wire.PublishToInternalChannelRequest,
+    processes.publish_to_internal_channel,
+)
+_route("/api/v1/workflow/timer/skip", wire.WorkflowSkipTimerRequest, processes.skip_timer)
+_route(
+    "/api/v1/workflow/waitForStateCompletion",
+    wire.WorkflowWaitForStateCompletionRequest,
+    processes.wait_for_state_completion,
+)
 
 
 @app.get("/info/healthcheck")

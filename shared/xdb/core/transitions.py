@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from xdb.core import channels
 from xdb.core import options as state_options
 from xdb.core import waiting as waits
 from xdb.core.errors import (
@@ -32,8 +33,11 @@ from xdb.model.execution import (
 from xdb.model.wire import (
     EncodedObject,
     IdReusePolicy,
+    InterStateChannelPublishing,
     KeyValue,
+    StateDecision,
     StateMovement,
+    WorkflowConditionalCloseType,
     WorkflowErrorType,
     WorkflowStateExecuteResponse,
     WorkflowStateWaitUntilResponse,
@@ -64,6 +68,9 @@ class StartSpec:
     reuse_policy: IdReusePolicy = IdReusePolicy.ALLOW_IF_NO_RUNNING
     request_id: str | None = None
     ignore_already_started: bool = False
+    start_delay_seconds: int = 0
+    wait_for_state_ids: list[str] = field(default_factory=list)
+    wait_for_state_execution_ids: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -106,10 +113,15 @@ def start(spec: StartSpec, *, current: Execution | None, run_id: str, now: float
         timeout_at=now + spec.timeout_seconds if spec.timeout_seconds > 0 else None,
         request_id=spec.request_id,
         data_attributes=dict(spec.data_attributes),
+        wait_for_state_ids=list(spec.wait_for_state_ids),
+        wait_for_state_execution_ids=list(spec.wait_for_state_execution_ids),
         events=[Event(at=now, kind=EventKind.PROCESS_STARTED, detail=spec.workflow_type)],
     )
     if spec.start_state_id:
-        _begin(execution, spec.start_state_id, spec.input, spec.options, now)
+        first = _begin(execution, spec.start_state_id, spec.input, spec.options, now)
+        if spec.start_delay_seconds:
+            # A delayed start is a first attempt that may not run before its time.
+            first.retry_at = now + spec.start_delay_seconds
     return StartOutcome(execution, replaced=replaced)
 
 
@@ -145,17 +157,15 @@ def on_wait_until(
     if _live(execution, state_execution_id, Phase.WAIT_UNTIL, attempt) is None:
         return None
     waiting = waits.from_request(answer.command_request, now=now)
-    _reject_publishing(answer.publish_to_inter_state_channel)
     nxt = _next(execution)
     state = nxt.states[state_execution_id]
     _upsert(nxt.data_attributes, answer.upsert_data_objects)
+    _publish(nxt, answer.publish_to_inter_state_channel)
     state.locals = _merge(state.locals, answer.upsert_state_locals)
     state.waiting = waiting
+    state.phase = Phase.WAITING
     state.retry_at, state.last_error = None, None
-    if waits.is_complete(waiting):
-        _to_execute(state, now)
-    else:
-        state.phase = Phase.WAITING
+    _apply_skipped_timers(nxt, state)
     nxt.events.append(
         Event(
             at=now,
@@ -164,6 +174,8 @@ def on_wait_until(
             detail=_describe_waiting(state),
         )
     )
+    # Messages already queued count at once; an empty command request means no wait.
+    channels.deliver(nxt, now)
     return nxt
 
 
@@ -176,20 +188,15 @@ def on_execute(
     now: float,
     max_api_timeout: float,
 ) -> Execution | None:
-    """Commit an execute answer: apply its upserts and its state decision."""
+    """Commit an execute answer: apply its upserts, publishes and state decision."""
     if _live(execution, state_execution_id, Phase.EXECUTE, attempt) is None:
         return None
-    movements = answer.state_decision.next_states if answer.state_decision else None
-    if not movements:
-        raise InvalidWorkerAnswer(
-            "execute must return a state decision with at least one next state"
-        )
-    if answer.state_decision and answer.state_decision.conditional_close:
-        raise InvalidWorkerAnswer("conditional close is not supported yet")
-    _reject_publishing(answer.publish_to_inter_state_channel)
+    decision = answer.state_decision or StateDecision()
     nxt = _next(execution)
     state = nxt.states.pop(state_execution_id)
     _upsert(nxt.data_attributes, answer.upsert_data_objects)
+    _publish(nxt, answer.publish_to_inter_state_channel)
+    movements = _movements(nxt, decision)
     nxt.events.append(
         Event(
             at=now,
@@ -198,12 +205,58 @@ def on_execute(
             detail="-> " + ", ".join(m.state_id for m in movements),
         )
     )
+    _record_completion(nxt, state, movements[0].state_input)
     for movement in movements:
         _move(nxt, state, movement, now=now, max_api_timeout=max_api_timeout)
         if nxt.status.closed:
             break
     _complete_if_done(nxt, now)
+    if not nxt.status.closed:
+        channels.deliver(nxt, now)
     return nxt
+
+
+def _movements(execution: Execution, decision: StateDecision) -> list[StateMovement]:
+    """The movements a decision makes, with a conditional close decided on the spot
+    (in the same write as everything else, so a message that arrives meanwhile either
+    is in the channel now or comes after the close)."""
+    close = decision.conditional_close
+    if close is not None:
+        kind = close.conditional_close_type
+        if kind is WorkflowConditionalCloseType.GRACEFUL_COMPLETE_ON_ALL_CHANNELS_EMPTY:
+            empty, target = channels.all_empty(execution), GRACEFUL_COMPLETE
+        else:
+            internal = kind is WorkflowConditionalCloseType.FORCE_COMPLETE_ON_INTERNAL_CHANNEL_EMPTY
+            empty, target = (
+                channels.is_empty(execution, close.channel_name, internal=internal),
+                FORCE_COMPLETE,
+            )
+        if empty:
+            return [StateMovement(state_id=target, state_input=close.close_input)]
+    if not decision.next_states:
+        raise InvalidWorkerAnswer(
+            "execute must return a state decision with at least one next state"
+        )
+    return list(decision.next_states)
+
+
+def _record_completion(
+    execution: Execution, state: StateExecution, output: EncodedObject | None
+) -> None:
+    """Keep the output of a state execution that waitForStateCompletion may ask for."""
+    keys = []
+    if state.id in execution.wait_for_state_execution_ids:
+        keys.append(state.id)
+    if state.wait_for_key is not None and state.state_id in execution.wait_for_state_ids:
+        keys.append(wait_for_key(state.state_id, state.wait_for_key))
+    for key in keys:
+        execution.state_completions[key] = Completion(
+            state_id=state.state_id, state_execution_id=state.id, output=output
+        )
+
+
+def wait_for_key(state_id: str, key: str) -> str:
+    return f"{state_id}#{key}"
 
 
 def on_api_failure(
@@ -236,7 +289,7 @@ def on_api_failure(
     )
     if api is Api.WAIT_UNTIL and state.options.proceed_on_wait_until_failure:
         state.wait_until_failed = True
-        _to_execute(state, now)
+        waits.to_execute(state, now)
     elif api is Api.EXECUTE and state.options.recovery_state_id:
         del nxt.states[state.id]
         recovery = state.options.recovery_options or StateOptions()
@@ -253,9 +306,9 @@ def on_api_failure(
 
 
 def on_timer(
-    execution: Execution, state_execution_id: str, index: int, *, now: float
+    execution: Execution, state_execution_id: str, index: int, *, now: float, skipped: bool = False
 ) -> Execution | None:
-    """A timer command fired."""
+    """A timer command fired (or was skipped by a client)."""
     state = _live(execution, state_execution_id, Phase.WAITING, None)
     if state is None or state.waiting is None or index >= len(state.waiting.timers):
         return None
@@ -269,13 +322,65 @@ def on_timer(
     nxt.events.append(
         Event(
             at=now,
-            kind=EventKind.TIMER_FIRED,
+            kind=EventKind.TIMER_SKIPPED if skipped else EventKind.TIMER_FIRED,
             state_execution_id=state.id,
             detail=f"timer {index} {timer.command_id}".rstrip(),
         )
     )
     if waits.is_complete(state.waiting):
-        _to_execute(state, now)
+        waits.to_execute(state, now)
+    return nxt
+
+
+def skip_timer(
+    execution: Execution,
+    state_execution_id: str,
+    command_id: str | None,
+    index: int | None,
+    *,
+    now: float,
+) -> Execution | None:
+    """Fire a timer now. A skip for a state that does not wait yet is kept until it does."""
+    _require_running(execution)
+    state = execution.states.get(state_execution_id)
+    if state is not None and state.phase is Phase.WAITING and state.waiting is not None:
+        timers = state.waiting.timers
+        found = (
+            index
+            if index is not None
+            else next((i for i, t in enumerate(timers) if t.command_id == command_id), None)
+        )
+        if found is None or found >= len(timers):
+            raise BadRequest(
+                f"state execution {state_execution_id!r} has no timer {command_id if index is None else index!r}",
+                state_execution_id=state_execution_id,
+            )
+        return on_timer(execution, state_execution_id, found, now=now, skipped=True)
+    nxt = _next(execution)
+    nxt.skipped_timers.append(f"{state_execution_id}#{command_id if index is None else index}")
+    return nxt
+
+
+def receive_signal(
+    execution: Execution, channel: str, value: EncodedObject | None, *, now: float
+) -> Execution:
+    """A signal from a client."""
+    _require_running(execution)
+    nxt = _next(execution)
+    channels.publish(nxt, channel, value, internal=False)
+    channels.deliver(nxt, now)
+    return nxt
+
+
+def publish_messages(
+    execution: Execution, messages: list[InterStateChannelPublishing], *, now: float
+) -> Execution | None:
+    """Messages to internal channels (local queues) from a client; repeated dedup ids are dropped."""
+    _require_running(execution)
+    nxt = _next(execution)
+    if not _publish(nxt, messages):
+        return None
+    channels.deliver(nxt, now)
     return nxt
 
 
@@ -311,11 +416,7 @@ def stop(
 
 def set_data_attributes(execution: Execution, objects: list[KeyValue], *, now: float) -> Execution:
     """Upsert data attributes from a client."""
-    if execution.status.closed:
-        raise ProcessClosed(
-            f"process {execution.workflow_id!r} is {execution.status}: its data attributes are read-only",
-            workflow_id=execution.workflow_id,
-        )
+    _require_running(execution)
     nxt = _next(execution)
     _upsert(nxt.data_attributes, objects)
     keys = ", ".join(kv.key for kv in objects)
@@ -353,7 +454,8 @@ def _begin(
     input: EncodedObject | None,
     options: StateOptions,
     now: float,
-) -> None:
+    wait_for_key: str | None = None,
+) -> StateExecution:
     if state_id.startswith(RESERVED_PREFIX):
         raise BadRequest(f"state id {state_id!r} is reserved")
     number = execution.counters.get(state_id, 0) + 1
@@ -365,17 +467,13 @@ def _begin(
         options=options,
         phase=Phase.EXECUTE if options.skip_wait_until else Phase.WAIT_UNTIL,
         first_attempt_at=now,
+        wait_for_key=wait_for_key,
     )
     execution.states[state.id] = state
     execution.events.append(
         Event(at=now, kind=EventKind.STATE_STARTED, state_execution_id=state.id, detail=state.phase)
     )
-
-
-def _to_execute(state: StateExecution, now: float) -> None:
-    state.phase = Phase.EXECUTE
-    state.attempt, state.first_attempt_at = 1, now
-    state.retry_at, state.last_error = None, None
+    return state
 
 
 def _move(
@@ -410,7 +508,7 @@ def _move(
         raise InvalidWorkerAnswer(f"unknown system state id {movement.state_id!r}")
     else:
         options = state_options.resolve(movement.state_options, max_api_timeout=max_api_timeout)
-        _begin(nxt, movement.state_id, movement.state_input, options, now)
+        _begin(nxt, movement.state_id, movement.state_input, options, now, movement.wait_for_key)
 
 
 def _complete_if_done(execution: Execution, now: float) -> None:
@@ -453,9 +551,31 @@ def _merge(current: list[KeyValue], upserts: list[KeyValue] | None) -> list[KeyV
     return list(merged.values())
 
 
-def _reject_publishing(publishes: list | None) -> None:
-    if publishes:
-        raise InvalidWorkerAnswer("publishing to internal channels is not supported yet")
+def _publish(execution: Execution, publishes: list[InterStateChannelPublishing] | None) -> bool:
+    """Queue messages to internal channels; True when at least one was new."""
+    added = False
+    for message in publishes or []:
+        added |= channels.publish(
+            execution, message.channel_name, message.value, internal=True, dedup_id=message.dedup_id
+        )
+    return added
+
+
+def _apply_skipped_timers(execution: Execution, state: StateExecution) -> None:
+    assert state.waiting is not None
+    for index, timer in enumerate(state.waiting.timers):
+        for key in (f"{state.id}#{timer.command_id}", f"{state.id}#{index}"):
+            if key in execution.skipped_timers:
+                execution.skipped_timers.remove(key)
+                timer.fired = True
+
+
+def _require_running(execution: Execution) -> None:
+    if execution.status.closed:
+        raise ProcessClosed(
+            f"process {execution.workflow_id!r} is {execution.status}: it takes no more changes",
+            workflow_id=execution.workflow_id,
+        )
 
 
 def _describe_waiting(state: StateExecution) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from xdb.core.errors import InvalidWorkerAnswer
-from xdb.model.execution import ChannelWait, Timer, Waiting
+from xdb.model.execution import ChannelWait, Phase, StateExecution, Timer, Waiting
 from xdb.model.wire import CommandRequest, CommandWaitingType
 
 _OLD_TRIGGER_NAMES = {
@@ -70,3 +70,10 @@ def _covers(completed: list[str], combination: list[str]) -> bool:
             return False
         remaining.remove(command_id)
     return True
+
+
+def to_execute(state: StateExecution, now: float) -> None:
+    """The wait is over: the state's next worker call is execute, attempt 1."""
+    state.phase = Phase.EXECUTE
+    state.attempt, state.first_attempt_at = 1, now
+    state.retry_at, state.last_error = None, None

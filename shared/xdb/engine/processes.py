@@ -1,20 +1,30 @@
-"""Use cases of the engine API: start, get, wait, stop, data attributes."""
+"""Use cases of the engine API: start, get, wait, stop, messages, timers, data attributes."""
 
 from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from xdb.core import options as state_options
 from xdb.core import transitions
-from xdb.core.errors import LongPollTimedOut, NotSupported, ProcessAlreadyStarted, VersionConflict
+from xdb.core.errors import (
+    BadRequest,
+    LongPollTimedOut,
+    NotSupported,
+    ProcessAlreadyStarted,
+    ProcessClosed,
+    VersionConflict,
+)
 from xdb.engine.commit import commit, load
 from xdb.engine.runtime import Engine
-from xdb.model.execution import Execution
+from xdb.model.execution import Completion, Execution
 from xdb.model.wire import (
     HealthInfo,
     IdReusePolicy,
     KeyValue,
+    PublishToInternalChannelRequest,
     StateCompletionOutput,
     WorkflowErrorType,
     WorkflowGetDataObjectsRequest,
@@ -22,12 +32,18 @@ from xdb.model.wire import (
     WorkflowGetRequest,
     WorkflowGetResponse,
     WorkflowSetDataObjectsRequest,
+    WorkflowSignalRequest,
+    WorkflowSkipTimerRequest,
     WorkflowStartRequest,
     WorkflowStartResponse,
     WorkflowStatus,
     WorkflowStopRequest,
     WorkflowStopType,
+    WorkflowWaitForStateCompletionRequest,
+    WorkflowWaitForStateCompletionResponse,
 )
+
+T = TypeVar("T")
 
 _STARTED_AT = time.time()
 
@@ -58,12 +74,9 @@ def start(engine: Engine, request: WorkflowStartRequest) -> WorkflowStartRespons
 def _start_spec(engine: Engine, request: WorkflowStartRequest) -> transitions.StartSpec:
     options = request.workflow_start_options
     unsupported = []
-    if request.wait_for_completion_state_ids or request.wait_for_completion_state_execution_ids:
-        unsupported.append("waitForCompletionStateIds/ExecutionIds")
     if options is not None:
         for name, value in (
             ("cronSchedule", options.cron_schedule),
-            ("workflowStartDelaySeconds", options.workflow_start_delay_seconds),
             ("retryPolicy", options.retry_policy),
             ("searchAttributes", options.search_attributes),
             ("workflowIDReusePolicy", options.workflow_id_reuse_policy),
@@ -93,6 +106,9 @@ def _start_spec(engine: Engine, request: WorkflowStartRequest) -> transitions.St
         or IdReusePolicy.ALLOW_IF_NO_RUNNING,
         request_id=already.request_id if already else None,
         ignore_already_started=bool(already and already.ignore_already_started_error),
+        start_delay_seconds=(options.workflow_start_delay_seconds if options else None) or 0,
+        wait_for_state_ids=request.wait_for_completion_state_ids or [],
+        wait_for_state_execution_ids=request.wait_for_completion_state_execution_ids or [],
     )
 
 
@@ -104,33 +120,123 @@ def get(engine: Engine, request: WorkflowGetRequest) -> WorkflowGetResponse:
 
 def get_with_wait(engine: Engine, request: WorkflowGetRequest) -> WorkflowGetResponse:
     """Like :func:`get`, waiting (polling the table) until the run closes or the wait ends."""
+
+    def closed(execution: Execution) -> WorkflowGetResponse | None:
+        return describe(execution, bool(request.needs_results)) if execution.status.closed else None
+
+    return _long_poll(
+        engine, request.workflow_id, request.workflow_run_id, request.wait_time_seconds, closed
+    )
+
+
+def wait_for_state_completion(
+    engine: Engine, request: WorkflowWaitForStateCompletionRequest
+) -> WorkflowWaitForStateCompletionResponse:
+    """Wait until a state execution declared at start completes; answer its output."""
+    if request.state_execution_id:
+        key, declared = request.state_execution_id, "waitForCompletionStateExecutionIds"
+    elif request.state_id and request.wait_for_key:
+        key, declared = (
+            transitions.wait_for_key(request.state_id, request.wait_for_key),
+            "waitForCompletionStateIds",
+        )
+    else:
+        raise BadRequest("give stateExecutionId, or stateId and waitForKey")
+
+    def completed(execution: Execution) -> WorkflowWaitForStateCompletionResponse | None:
+        if request.state_execution_id not in execution.wait_for_state_execution_ids and (
+            request.state_id not in execution.wait_for_state_ids
+        ):
+            raise BadRequest(f"{key!r} was not declared in {declared} when the process started")
+        done = execution.state_completions.get(key)
+        if done is not None:
+            return WorkflowWaitForStateCompletionResponse(state_completion_output=_output(done))
+        if execution.status.closed:
+            raise ProcessClosed(
+                f"process {execution.workflow_id!r} closed ({execution.status}) before {key!r} completed",
+                workflow_id=execution.workflow_id,
+            )
+        return None
+
+    return _long_poll(engine, request.workflow_id, None, request.wait_time_seconds, completed)
+
+
+def _long_poll(
+    engine: Engine,
+    workflow_id: str,
+    run_id: str | None,
+    wait_time_seconds: int | None,
+    answer: Callable[[Execution], T | None],
+) -> T:
+    """Poll the table until ``answer`` has one, for at most the long-poll time."""
     wait = engine.settings.long_poll_seconds
-    if request.wait_time_seconds:
-        wait = min(wait, float(request.wait_time_seconds))
+    if wait_time_seconds:
+        wait = min(wait, float(wait_time_seconds))
     deadline = engine.clock() + wait
     while True:
-        execution = load(engine, request.workflow_id, request.workflow_run_id)
-        if execution.status.closed:
-            return describe(execution, bool(request.needs_results))
+        result = answer(load(engine, workflow_id, run_id))
+        if result is not None:
+            return result
         if engine.clock() >= deadline:
             raise LongPollTimedOut(
-                f"process {request.workflow_id!r} is still running after waiting {wait:g}s",
-                workflow_id=request.workflow_id,
+                f"process {workflow_id!r}: still waiting after {wait:g}s", workflow_id=workflow_id
             )
         engine.sleep(engine.settings.long_poll_interval)
+
+
+def _output(completion: Completion) -> StateCompletionOutput:
+    return StateCompletionOutput(
+        completed_state_id=completion.state_id,
+        completed_state_execution_id=completion.state_execution_id,
+        completed_state_output=completion.output,
+    )
+
+
+def signal(engine: Engine, request: WorkflowSignalRequest) -> None:
+    load(engine, request.workflow_id, request.workflow_run_id)
+    commit(
+        engine,
+        request.workflow_id,
+        request.workflow_run_id,
+        lambda e: transitions.receive_signal(
+            e, request.signal_channel_name, request.signal_value, now=engine.clock()
+        ),
+    )
+
+
+def publish_to_internal_channel(engine: Engine, request: PublishToInternalChannelRequest) -> None:
+    load(engine, request.workflow_id, request.workflow_run_id)
+    messages = request.messages or []
+    commit(
+        engine,
+        request.workflow_id,
+        request.workflow_run_id,
+        lambda e: transitions.publish_messages(e, messages, now=engine.clock()),
+    )
+
+
+def skip_timer(engine: Engine, request: WorkflowSkipTimerRequest) -> None:
+    if request.timer_command_id is None and request.timer_command_index is None:
+        raise BadRequest("give timerCommandId or timerCommandIndex")
+    load(engine, request.workflow_id, request.workflow_run_id)
+    commit(
+        engine,
+        request.workflow_id,
+        request.workflow_run_id,
+        lambda e: transitions.skip_timer(
+            e,
+            request.workflow_state_execution_id,
+            request.timer_command_id,
+            request.timer_command_index,
+            now=engine.clock(),
+        ),
+    )
 
 
 def describe(execution: Execution, needs_results: bool) -> WorkflowGetResponse:
     results = None
     if needs_results and execution.status.closed:
-        results = [
-            StateCompletionOutput(
-                completed_state_id=c.state_id,
-                completed_state_execution_id=c.state_execution_id,
-                completed_state_output=c.output,
-            )
-            for c in execution.results
-        ]
+        results = [_output(c) for c in execution.results]
     return WorkflowGetResponse(
         workflow_run_id=execution.run_id,
         workflow_status=WorkflowStatus(execution.status.value),

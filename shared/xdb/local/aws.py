@@ -116,6 +116,10 @@ def start(*, server_port: int = 0, max_api_timeout: float = 60.0) -> LocalAws:
     server_url = f"http://{host}:{port}"
 
     dynamodb = boto3.client("dynamodb", region_name=REGION)
+    if TABLE_NAME in dynamodb.list_tables()["TableNames"]:
+        server.stop()
+        mock.stop()
+        raise RuntimeError("a local runtime is already running in this process; stop it first")
     table = dynamodb.create_table(TableName=TABLE_NAME, **TABLE)["TableDescription"]
     sqs = boto3.client("sqs", region_name=REGION)
     dlq_url = sqs.create_queue(QueueName=DLQ_NAME)["QueueUrl"]

@@ -113,9 +113,16 @@ class Waiting(Domain):
     combinations: list[list[str]] = []
 
 
+class Message(Domain):
+    """A message in a channel (a signal channel or an internal channel / local queue)."""
+
+    value: EncodedObject | None = None
+
+
 class StateExecution(Domain):
     id: str  # "<stateId>-<n>"
     state_id: str
+    wait_for_key: str | None = None
     input: EncodedObject | None = None
     options: StateOptions = StateOptions()
     phase: Phase
@@ -146,6 +153,8 @@ class EventKind(StrEnum):
     EXECUTE_COMPLETED = "EXECUTE_COMPLETED"
     ATTEMPT_FAILED = "ATTEMPT_FAILED"
     STATE_FAILED = "STATE_FAILED"
+    MESSAGE_RECEIVED = "MESSAGE_RECEIVED"
+    TIMER_SKIPPED = "TIMER_SKIPPED"
     DATA_ATTRIBUTES_SET = "DATA_ATTRIBUTES_SET"
     PROCESS_CLOSED = "PROCESS_CLOSED"
 
@@ -175,6 +184,17 @@ class Execution(Domain):
     counters: dict[str, int] = {}
     states: dict[str, StateExecution] = {}
     graceful_complete_requested: bool = False
+    # Messages nobody has consumed yet, first in first out, per channel name.
+    signals: dict[str, list[Message]] = {}
+    channels: dict[str, list[Message]] = {}
+    # Dedup ids of local-queue messages already accepted, per channel (XDB extension).
+    dedup_ids: dict[str, list[str]] = {}
+    # Timers skipped before their state asked for them: "<stateExecutionId>#<commandId or index>".
+    skipped_timers: list[str] = []
+    # What waitForStateCompletion may wait for, as declared at start, and what completed.
+    wait_for_state_ids: list[str] = []
+    wait_for_state_execution_ids: list[str] = []
+    state_completions: dict[str, Completion] = {}
     results: list[Completion] = []
     error_type: str | None = None
     error_message: str | None = None

@@ -234,6 +234,39 @@ class WorkflowSetDataObjectsRequest(Inbound):
     objects: list[KeyValue] | None = None
 
 
+class WorkflowSignalRequest(Inbound):
+    workflow_id: str = Field(min_length=1)
+    workflow_run_id: str | None = None
+    signal_channel_name: str = Field(min_length=1)
+    signal_value: EncodedObject | None = None
+
+
+class PublishToInternalChannelRequest(Inbound):
+    workflow_id: str = Field(min_length=1)
+    workflow_run_id: str | None = None
+    messages: list[InterStateChannelPublishing] | None = None
+
+
+class WorkflowSkipTimerRequest(Inbound):
+    workflow_id: str = Field(min_length=1)
+    workflow_run_id: str | None = None
+    workflow_state_execution_id: str = Field(min_length=1)
+    timer_command_id: str | None = None
+    timer_command_index: int | None = Field(default=None, ge=0)
+
+
+class WorkflowWaitForStateCompletionRequest(Inbound):
+    workflow_id: str = Field(min_length=1)
+    state_execution_id: str | None = None
+    state_id: str | None = None
+    wait_for_key: str | None = None
+    wait_time_seconds: int | None = Field(default=None, ge=0)
+
+
+class WorkflowWaitForStateCompletionResponse(_Wire):
+    state_completion_output: StateCompletionOutput | None = None
+
+
 class ErrorSubStatus(StrEnum):
     UNCATEGORIZED_SUB_STATUS = "UNCATEGORIZED_SUB_STATUS"
     WORKFLOW_ALREADY_STARTED_SUB_STATUS = "WORKFLOW_ALREADY_STARTED_SUB_STATUS"
@@ -335,8 +368,10 @@ class CommandResults(_Wire):
 
 
 class InterStateChannelPublishing(Tolerant):
-    channel_name: str
+    channel_name: str = Field(min_length=1)
     value: EncodedObject | None = None
+    # XDB extension: the same dedup id twice on one channel is stored once.
+    dedup_id: str | None = Field(default=None, min_length=1, max_length=256)
 
 
 class StateMovement(Tolerant):
@@ -346,9 +381,21 @@ class StateMovement(Tolerant):
     wait_for_key: str | None = None
 
 
+class WorkflowConditionalCloseType(StrEnum):
+    FORCE_COMPLETE_ON_INTERNAL_CHANNEL_EMPTY = "FORCE_COMPLETE_ON_INTERNAL_CHANNEL_EMPTY"
+    FORCE_COMPLETE_ON_SIGNAL_CHANNEL_EMPTY = "FORCE_COMPLETE_ON_SIGNAL_CHANNEL_EMPTY"
+    GRACEFUL_COMPLETE_ON_ALL_CHANNELS_EMPTY = "GRACEFUL_COMPLETE_ON_ALL_CHANNELS_EMPTY"
+
+
+class WorkflowConditionalClose(Tolerant):
+    conditional_close_type: WorkflowConditionalCloseType
+    channel_name: str | None = None
+    close_input: EncodedObject | None = None
+
+
 class StateDecision(Tolerant):
     next_states: list[StateMovement] | None = None
-    conditional_close: dict[str, Any] | None = None
+    conditional_close: WorkflowConditionalClose | None = None
 
 
 class WorkflowStateWaitUntilRequest(_Wire):
