@@ -4,6 +4,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from xdb.api.app import app
 
 logger = Logger(service="xdb-api")

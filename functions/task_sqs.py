@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from xdb.engine import tasks
 from xdb.engine.runtime import engine
 from xdb.model.task import Task

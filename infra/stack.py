@@ -14,9 +14,9 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
-from xdb.store import table as schema
 
 from infra.bundling import code_asset, dependencies_asset
+from xdb.store import table as schema
 
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 # A worker call may take this long; the task function outlives it by a margin.

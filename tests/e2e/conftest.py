@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from xdb.local import runtime
 
 from tests.e2e import iwf_worker
+from xdb.local import runtime
 
 iwf_worker.install()
 
@@ -16,7 +16,11 @@ iwf_worker.install()
 @pytest.fixture(scope="package", autouse=True)
 def local_runtime() -> Iterator[runtime.LocalRuntime]:
     engine = runtime.start(port=runtime.DEFAULT_PORT)
-    worker = iwf_worker.serve()
+    try:
+        worker = iwf_worker.serve()
+    except BaseException:
+        engine.stop()
+        raise
     yield engine
     worker.shutdown()
     engine.stop()

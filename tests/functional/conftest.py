@@ -3,10 +3,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from xdb.engine import runtime
-from xdb.local import aws
 
 from tests.functional.harness import Clock, FakeWorker, Harness, serve
+from xdb.engine import runtime
+from xdb.local import aws
 
 
 @pytest.fixture

@@ -16,14 +16,13 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from functions import api_http, stream_ddb, task_sqs
 from xdb.engine import runtime
 from xdb.local import aws
 from xdb.local.http_api import to_event
 from xdb.local.pumps import context_for, matches
 from xdb.model.execution import EventKind
 from xdb.store.table import STREAM_FILTER
-
-from functions import api_http, stream_ddb, task_sqs
 
 
 class Clock:

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from xdb.local.pumps import context_for
 
 from functions import api_http, stream_ddb, task_sqs
 from tests.functional.harness import FakeWorker, Harness, complete
+from xdb.local.pumps import context_for
 
 EVENTS = Path(__file__).parents[2] / "events"
 

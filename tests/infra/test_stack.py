@@ -5,9 +5,9 @@ from __future__ import annotations
 import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
-from xdb.store import table as schema
 
 from infra.stack import MAX_API_TIMEOUT_SECONDS, XdbStack
+from xdb.store import table as schema
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from xdb.core import transitions as t
 from xdb.core.errors import InvalidWorkerAnswer, ProcessAlreadyStarted, ProcessClosed
 from xdb.core.work import tasks_for
