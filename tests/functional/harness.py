@@ -190,8 +190,18 @@ class Harness:
                 VisibilityTimeout=0,
             )
 
-    def run(self, *, stream_copies: int = 1, task_copies: int = 1, rounds: int = 200) -> None:
-        """Deliver everything until nothing is left, each record/message ``copies`` times."""
+    def run(
+        self,
+        *,
+        stream_copies: int = 1,
+        task_copies: int = 1,
+        wait_delayed: bool = True,
+        rounds: int = 400,
+    ) -> None:
+        """Deliver everything until nothing is left, each record/message ``copies`` times.
+
+        With ``wait_delayed=False`` it stops when only delayed tasks (long timers) remain.
+        """
         for _ in range(rounds):
             records = self.stream_records()
             for _ in range(stream_copies):
@@ -203,7 +213,8 @@ class Harness:
                     self.deliver_tasks(messages)
             self.ack(messages)
             if not records and not messages:
-                if self.queue_depth() == 0:
+                ready, delayed = self.queue_depth()
+                if ready == 0 and (delayed == 0 or not wait_delayed):
                     return
                 time.sleep(0.2)  # a delayed task (a retry or a timer) is on its way
         raise AssertionError("the engine did not settle")
@@ -224,12 +235,12 @@ class Harness:
     def item_count(self) -> int:
         return int(self.ddb.scan(TableName=self.local.settings.table_name, Select="COUNT")["Count"])
 
-    def queue_depth(self) -> int:
+    def queue_depth(self) -> tuple[int, int]:
+        """(messages visible or in flight, messages delayed)."""
         attributes = self.sqs.get_queue_attributes(
             QueueUrl=self.local.settings.queue_url, AttributeNames=["All"]
         )["Attributes"]
-        return (
-            int(attributes["ApproximateNumberOfMessages"])
-            + int(attributes["ApproximateNumberOfMessagesNotVisible"])
-            + int(attributes["ApproximateNumberOfMessagesDelayed"])
+        ready = int(attributes["ApproximateNumberOfMessages"]) + int(
+            attributes["ApproximateNumberOfMessagesNotVisible"]
         )
+        return ready, int(attributes["ApproximateNumberOfMessagesDelayed"])

@@ -36,7 +36,7 @@ def test_every_stream_record_and_task_delivered_twice(harness: Harness, worker: 
     assert_completed_once_per_state(harness, run_id)
     # The duplicate task finds its state moved on and does not call the worker again.
     assert all(worker.calls[("execute", s)] == 1 for s in STATES)
-    assert harness.queue_depth() == 0
+    assert harness.queue_depth() == (0, 0)
 
 
 def test_concurrent_duplicates_race_and_only_one_commits(
