@@ -119,6 +119,8 @@ class Harness:
         self.sqs = local.client("sqs")
         self.ddb = local.client("dynamodb")
         self._stream = local.stream()
+        self._schedules = local.schedule_pump(clock, threading.Event())
+        self.scheduler = local.client("scheduler")
 
     # -- the API function
 
@@ -218,6 +220,14 @@ class Harness:
                     return
                 time.sleep(0.2)  # a delayed task (a retry or a timer) is on its way
         raise AssertionError("the engine did not settle")
+
+    def fire_schedules(self) -> int:
+        """Fire the schedules due by the harness clock, as EventBridge Scheduler would."""
+        return self._schedules.fire_due()
+
+    def schedules(self) -> list[str]:
+        group = self.local.settings.schedule_group
+        return [s["Name"] for s in self.scheduler.list_schedules(GroupName=group)["Schedules"]]
 
     # -- what happened
 

@@ -206,3 +206,52 @@ def test_signals_reach_a_waiting_state(harness: Harness, worker: FakeWorker) -> 
     assert status == 200
     harness.run()
     assert get(harness)["results"][0]["completedStateOutput"]["data"] == json.dumps("42")
+
+
+DAY = 86_400
+
+
+def test_a_30_day_timer_goes_through_a_schedule_and_fires_once(
+    harness: Harness, worker: FakeWorker
+) -> None:
+    # given: a state waiting 30 days
+    worker.on("wait_until", "A", wait_for({"commandId": "month", "durationSeconds": 30 * DAY}))
+    worker.on("execute", "A", complete("a month later"))
+    run_id = harness.start("wf", "A", stateOptions={})
+    harness.run(wait_delayed=False)
+    # then: the timer is a schedule, not a message in the queue
+    assert len(harness.schedules()) == 1
+    assert harness.queue_depth() == (0, 0)
+    assert harness.fire_schedules() == 0  # not due yet
+    # when: 30 days pass, and Scheduler fires (twice, to be sure it is harmless)
+    harness.clock.advance(30 * DAY)
+    assert harness.fire_schedules() == 1
+    assert harness.fire_schedules() == 0
+    harness.run()
+    # then
+    kinds = [e.kind for e in harness.history("wf", run_id)]
+    assert kinds.count("TIMER_FIRED") == 1
+    assert get(harness)["workflowStatus"] == "COMPLETED"
+    assert harness.schedules() == []
+
+
+def test_a_long_timer_nobody_waits_for_loses_its_schedule(
+    harness: Harness, worker: FakeWorker
+) -> None:
+    worker.on(
+        "wait_until",
+        "A",
+        wait_for(
+            {"commandId": "week", "durationSeconds": 7 * DAY},
+            {"commandId": "m", "channelName": "q"},
+            waiting="ANY_COMPLETED",
+        ),
+    )
+    worker.on("execute", "A", complete("message first"))
+    harness.start("wf", "A", stateOptions={}, workflowTimeoutSeconds=30 * DAY)
+    harness.run(wait_delayed=False)
+    assert len(harness.schedules()) == 2  # the timer and the process timeout
+    publish(harness, "q", "hello")
+    harness.run(wait_delayed=False)
+    assert get(harness)["workflowStatus"] == "COMPLETED"
+    assert harness.schedules() == []

@@ -57,3 +57,38 @@ def tasks_for(old: Execution | None, new: Execution) -> list[Task]:
                     )
                 )
     return tasks
+
+
+def cancelled_for(old: Execution | None, new: Execution) -> list[Task]:
+    """Timer and timeout tasks of ``old`` that nothing waits for in ``new`` any more."""
+    if old is None or old.run_id != new.run_id or old.status.closed:
+        return []
+    cancelled: list[Task] = []
+    if new.status.closed and old.timeout_at is not None:
+        cancelled.append(
+            Task(
+                kind=TaskKind.TIMEOUT,
+                workflow_id=old.workflow_id,
+                run_id=old.run_id,
+                due_at=old.timeout_at,
+            )
+        )
+    for state in old.states.values():
+        if state.phase is not Phase.WAITING or state.waiting is None:
+            continue
+        after = new.states.get(state.id)
+        if after is not None and after.phase is Phase.WAITING:
+            continue
+        cancelled += [
+            Task(
+                kind=TaskKind.TIMER,
+                workflow_id=old.workflow_id,
+                run_id=old.run_id,
+                state_execution_id=state.id,
+                timer_index=index,
+                due_at=timer.fire_at,
+            )
+            for index, timer in enumerate(state.waiting.timers)
+            if not timer.fired
+        ]
+    return cancelled

@@ -14,6 +14,7 @@ from botocore import UNSIGNED
 from botocore.config import Config
 
 from xdb.aws.task_queue import TaskQueue
+from xdb.aws.timer_scheduler import TimerScheduler
 from xdb.aws.worker_client import WorkerClient
 from xdb.engine.settings import Settings
 from xdb.store.dynamodb_store import ExecutionStore
@@ -32,26 +33,30 @@ class Engine:
     sleep: Callable[[float], None] = time.sleep
 
 
-def aws_clients(settings: Settings) -> tuple[Any, Any]:
-    """DynamoDB and SQS clients for these settings (moto when an endpoint is set)."""
+def aws_client(settings: Settings, service: str) -> Any:
+    """A boto3 client for these settings (moto when an endpoint is set)."""
     config = Config(
         region_name=settings.region,
         retries={"mode": "standard", "max_attempts": 5},
         max_pool_connections=64,
         signature_version=None if settings.sign_requests else UNSIGNED,
     )
-    kwargs: dict[str, Any] = {"config": config}
-    if settings.endpoint_url:
-        kwargs["endpoint_url"] = settings.endpoint_url
-    return boto3.client("dynamodb", **kwargs), boto3.client("sqs", **kwargs)
+    return boto3.client(service, config=config, endpoint_url=settings.endpoint_url)  # type: ignore[call-overload]
 
 
 def build(settings: Settings, **overrides: Any) -> Engine:
-    dynamodb, sqs = aws_clients(settings)
+    scheduler = None
+    if settings.schedule_group and settings.scheduler_role_arn and settings.queue_arn:
+        scheduler = TimerScheduler(
+            aws_client(settings, "scheduler"),
+            group=settings.schedule_group,
+            queue_arn=settings.queue_arn,
+            role_arn=settings.scheduler_role_arn,
+        )
     return Engine(
         settings=settings,
-        store=ExecutionStore(dynamodb, settings.table_name),
-        queue=TaskQueue(sqs, settings.queue_url),
+        store=ExecutionStore(aws_client(settings, "dynamodb"), settings.table_name),
+        queue=TaskQueue(aws_client(settings, "sqs"), settings.queue_url, scheduler),
         worker=WorkerClient(),
         **overrides,
     )

@@ -25,6 +25,10 @@ class Settings(BaseModel):
     # API Gateway cuts a request at 29 s: long polls end well before.
     long_poll_seconds: float = Field(default=25.0, gt=0, le=28)
     long_poll_interval: float = Field(default=0.25, gt=0)
+    # Tasks due beyond SQS's 15 minutes go through EventBridge Scheduler when these are set.
+    schedule_group: str | None = None
+    scheduler_role_arn: str | None = None
+    queue_arn: str | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -35,6 +39,9 @@ class Settings(BaseModel):
             "region": env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
             "endpoint_url": env.get("XDB_AWS_ENDPOINT_URL") or None,
             "sign_requests": env.get("XDB_SIGN_AWS_REQUESTS", "true").lower() != "false",
+            "schedule_group": env.get("XDB_SCHEDULE_GROUP") or None,
+            "scheduler_role_arn": env.get("XDB_SCHEDULER_ROLE_ARN") or None,
+            "queue_arn": env.get("XDB_QUEUE_ARN") or None,
         }
         for name, key in (
             ("max_api_timeout", "XDB_MAX_API_TIMEOUT_SECONDS"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from xdb.core.work import tasks_for
+from xdb.core.work import cancelled_for, tasks_for
 from xdb.engine.runtime import Engine
 from xdb.model.execution import Event, Execution
 from xdb.model.task import Task
@@ -25,6 +25,7 @@ logger = logging.getLogger(__name__)
 def handle_batch(engine: Engine, records: list[dict[str, Any]]) -> list[str]:
     """Handle stream records; return the sequence numbers to report as failed."""
     tasks: list[Task] = []
+    cancelled: list[Task] = []
     changed: list[Execution] = []
     failed: list[str] = []
     for record in records:
@@ -40,10 +41,12 @@ def handle_batch(engine: Engine, records: list[dict[str, Any]]) -> list[str]:
             continue
         old, new = change
         tasks += tasks_for(old, new)
+        cancelled += cancelled_for(old, new)
         if new.events:
             changed.append(new)
     try:
         engine.queue.send(tasks, now=engine.clock())
+        engine.queue.cancel(cancelled, now=engine.clock())
         engine.store.append_history_of(changed)
     except Exception:
         logger.exception("stream batch failed; it will be delivered again")

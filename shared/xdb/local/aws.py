@@ -10,21 +10,26 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import boto3
 from moto import mock_aws
+from moto.core import DEFAULT_ACCOUNT_ID
 from moto.server import ThreadedMotoServer
 
 from xdb.engine.settings import Settings
 from xdb.local import moto_fixes
+from xdb.local.pumps import SchedulePump
 from xdb.store.table import TABLE
 
 REGION = "us-east-1"
 TABLE_NAME = "xdb-executions"
 QUEUE_NAME = "xdb-tasks"
 DLQ_NAME = "xdb-tasks-dlq"
+SCHEDULE_GROUP = "xdb-timers"
 # Mirrors the deployed queue: a task is retried this often before it goes to the DLQ.
 MAX_RECEIVES = 10
 VISIBILITY_TIMEOUT = 90
@@ -40,7 +45,6 @@ class MotoStream:
     """
 
     def __init__(self, table_name: str, stream_arn: str) -> None:
-        from moto.core import DEFAULT_ACCOUNT_ID
         from moto.dynamodb.models import dynamodb_backends
 
         table: Any = dynamodb_backends[DEFAULT_ACCOUNT_ID][REGION].get_table(table_name)
@@ -88,6 +92,19 @@ class LocalAws:
         url = self.server_url if via_server else None
         return boto3.client(service, region_name=REGION, endpoint_url=url)  # type: ignore[call-overload]
 
+    def schedule_pump(self, clock: Callable[[], float], stop: threading.Event) -> SchedulePump:
+        """What fires the engine's schedules here (moto never does)."""
+        settings = self.settings
+        assert settings.schedule_group and settings.queue_arn
+        return SchedulePump(
+            self.client("scheduler"),
+            self.client("sqs"),
+            settings.schedule_group,
+            {settings.queue_arn: settings.queue_url},
+            clock,
+            stop,
+        )
+
     def stream(self) -> MotoStream:
         """A reader of the table's stream, from its first record."""
         return MotoStream(self.settings.table_name, self.stream_arn)
@@ -133,11 +150,19 @@ def start(*, server_port: int = 0, max_api_timeout: float = 60.0) -> LocalAws:
             "RedrivePolicy": f'{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"{MAX_RECEIVES}"}}',
         },
     )["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    boto3.client("scheduler", region_name=REGION).create_schedule_group(Name=SCHEDULE_GROUP)
     settings = Settings(
         table_name=TABLE_NAME,
         queue_url=queue_url,
         region=REGION,
         max_api_timeout=max_api_timeout,
         sign_requests=False,
+        schedule_group=SCHEDULE_GROUP,
+        # moto checks no permissions; on AWS this role lets Scheduler send to the queue.
+        scheduler_role_arn=f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:role/xdb-scheduler",
+        queue_arn=queue_arn,
     )
     return LocalAws(settings, server_url, table["LatestStreamArn"], dlq_url, mock, server)

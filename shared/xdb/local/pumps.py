@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from xdb.store.table import STREAM_FILTER
@@ -133,6 +134,57 @@ class StreamPump(_Pump):
             len(records),
             MAX_STREAM_RETRIES,
         )
+
+
+class SchedulePump(_Pump):
+    """EventBridge Scheduler, which moto stores but never fires: sends each due one-time
+    schedule's input to its target queue, then deletes the schedule (as
+    ``ActionAfterCompletion=DELETE`` does)."""
+
+    def __init__(
+        self,
+        scheduler: Any,
+        sqs: Any,
+        group: str,
+        queue_urls: dict[str, str],
+        clock: Callable[[], float],
+        stop: threading.Event,
+    ) -> None:
+        super().__init__("schedule-pump", stop)
+        self._scheduler = scheduler
+        self._sqs = sqs
+        self._group = group
+        self._queue_urls = queue_urls  # target ARN -> queue URL
+        self._clock = clock
+
+    def step(self) -> bool:
+        fired = self.fire_due()
+        if not fired:
+            # Scheduler's precision is a minute: polling once a second is plenty.
+            self._stop_event.wait(1.0)
+        return bool(fired)
+
+    def fire_due(self) -> int:
+        """Fire the schedules due now; returns how many fired."""
+        fired = 0
+        summaries = self._scheduler.list_schedules(GroupName=self._group).get("Schedules", [])
+        for summary in summaries:
+            schedule = self._scheduler.get_schedule(Name=summary["Name"], GroupName=self._group)
+            if at_time(schedule["ScheduleExpression"]) > self._clock():
+                continue
+            target = schedule["Target"]
+            self._sqs.send_message(
+                QueueUrl=self._queue_urls[target["Arn"]], MessageBody=target["Input"]
+            )
+            self._scheduler.delete_schedule(Name=summary["Name"], GroupName=self._group)
+            fired += 1
+        return fired
+
+
+def at_time(expression: str) -> float:
+    """The time of a one-time schedule expression, ``at(yyyy-mm-ddThh:mm:ss)`` in UTC."""
+    stamp = expression.removeprefix("at(").removesuffix(")")
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
 
 
 class QueuePump(_Pump):

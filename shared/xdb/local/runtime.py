@@ -10,6 +10,7 @@ import importlib
 import logging
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +60,9 @@ def start(
         XDB_QUEUE_URL=settings.queue_url,
         XDB_MAX_API_TIMEOUT_SECONDS=str(settings.max_api_timeout),
         XDB_SIGN_AWS_REQUESTS="false",
+        XDB_SCHEDULE_GROUP=settings.schedule_group or "",
+        XDB_SCHEDULER_ROLE_ARN=settings.scheduler_role_arn or "",
+        XDB_QUEUE_ARN=settings.queue_arn or "",
     )
     os.environ.pop("XDB_AWS_ENDPOINT_URL", None)
     engine_runtime.reset()
@@ -74,6 +78,7 @@ def start(
     threads.append(
         QueuePump(sqs, settings.queue_url, queue_arn, task, stop, concurrency=task_threads)
     )
+    threads.append(local.schedule_pump(time.time, stop))
     server = ApiServer(("127.0.0.1", port), api)
     for thread in threads:
         thread.start()
