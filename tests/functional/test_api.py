@@ -35,7 +35,8 @@ def test_sample_stream_insert_enqueues_the_first_task_and_writes_history(harness
     assert answer == {"batchItemFailures": []}
     tasks = [json.loads(m["Body"]) for m in harness.receive()]
     assert [(t["kind"], t["state_execution_id"]) for t in tasks] == [("state", "Submit-1")]
-    assert harness.queue_depth() == (1, 1)  # and the process timeout, delayed (15 minutes at most)
+    assert harness.queue_depth() == (1, 0)
+    assert len(harness.schedules()) == 1  # the process timeout, an hour away
     history = harness.engine.store.history("order-42", "7f9d1c1e-0000-4000-8000-000000000001")
     assert [e.kind for e in history] == ["PROCESS_STARTED", "STATE_STARTED"]
 
