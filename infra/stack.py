@@ -10,8 +10,10 @@ from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -64,9 +66,24 @@ class XdbStack(Stack):
             compatible_architectures=[lambda_.Architecture.ARM_64],
             description="pydantic and aws-lambda-powertools for the XDB functions",
         )
+        # Timers beyond SQS's 15 minutes: one-time schedules in this group, sent to the
+        # task queue with this role.
+        self.schedule_group = scheduler.CfnScheduleGroup(
+            self, "Timers", name=f"{construct_id}-timers"
+        )
+        self.scheduler_role = iam.Role(
+            self,
+            "SchedulerRole",
+            assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
+            description="lets EventBridge Scheduler send due XDB timers to the task queue",
+        )
+        self.queue.grant_send_messages(self.scheduler_role)
         environment = {
             "XDB_TABLE_NAME": self.table.table_name,
             "XDB_QUEUE_URL": self.queue.queue_url,
+            "XDB_QUEUE_ARN": self.queue.queue_arn,
+            "XDB_SCHEDULE_GROUP": self.schedule_group.ref,
+            "XDB_SCHEDULER_ROLE_ARN": self.scheduler_role.role_arn,
             "XDB_MAX_API_TIMEOUT_SECONDS": str(MAX_API_TIMEOUT_SECONDS),
             "POWERTOOLS_SERVICE_NAME": "xdb",
         }
@@ -94,6 +111,17 @@ class XdbStack(Stack):
         self.table.grant_write_data(self.stream_function)  # history items
         self.queue.grant_send_messages(self.stream_function)
         self.queue.grant_send_messages(self.task_function)  # tasks due after 15 minutes
+        schedules = self.format_arn(
+            service="scheduler", resource="schedule", resource_name=f"{self.schedule_group.ref}/*"
+        )
+        for function_ in (self.stream_function, self.task_function):
+            function_.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["scheduler:CreateSchedule", "scheduler:DeleteSchedule"],
+                    resources=[schedules],
+                )
+            )
+            self.scheduler_role.grant_pass_role(function_)
 
         self.stream_function.add_event_source(
             sources.DynamoEventSource(

@@ -85,3 +85,49 @@ def test_http_api_routes_to_the_api_function(template: Template) -> None:
         "AWS::ApiGatewayV2::Integration", {"IntegrationType": "AWS_PROXY"}
     )
     template.has_output("ApiUrl", {})
+
+
+def test_long_timers_have_a_schedule_group_and_a_role_for_the_queue(template: Template) -> None:
+    template.resource_count_is("AWS::Scheduler::ScheduleGroup", 1)
+    template.has_resource_properties(
+        "AWS::IAM::Role",
+        {
+            "AssumeRolePolicyDocument": Match.object_like(
+                {
+                    "Statement": [
+                        Match.object_like({"Principal": {"Service": "scheduler.amazonaws.com"}})
+                    ]
+                }
+            )
+        },
+    )
+    template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Action": ["scheduler:CreateSchedule", "scheduler:DeleteSchedule"],
+                                "Effect": "Allow",
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Environment": {
+                "Variables": Match.object_like(
+                    {
+                        "XDB_SCHEDULE_GROUP": Match.any_value(),
+                        "XDB_SCHEDULER_ROLE_ARN": Match.any_value(),
+                    }
+                )
+            }
+        },
+    )

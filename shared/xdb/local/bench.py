@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -21,7 +22,8 @@ import urllib3
 from xdb.core import transitions
 from xdb.engine.runtime import Engine
 from xdb.local import runtime
-from xdb.model.execution import Execution, StateOptions
+from xdb.local.bench_worker import TIMER_SECONDS
+from xdb.model.execution import EventKind, Execution, StateOptions
 from xdb.model.wire import (
     EncodedObject,
     KeyValue,
@@ -32,6 +34,7 @@ from xdb.model.wire import (
 from xdb.store.dynamodb_store import encode
 
 TIME_LIMIT = 300.0
+TIMERS = 500
 
 
 def main(*, processes: int, states: int, stored: int) -> None:
@@ -89,21 +92,7 @@ def _run(
     ids = [f"bench-{label}-{i}-{uuid.uuid4().hex[:6]}" for i in range(processes)]
     started = time.perf_counter()
     for workflow_id in ids:
-        body = {
-            "workflowId": workflow_id,
-            "iwfWorkflowType": "BenchProcess",
-            "workflowTimeoutSeconds": 0,
-            "iwfWorkerUrl": worker_url,
-            "startStateId": "S1",
-            "stateOptions": {"skipWaitUntil": True},
-        }
-        response = http.request(
-            "POST",
-            engine.api_url + "/api/v1/workflow/start",
-            body=json.dumps(body),
-            headers={"Content-Type": "application/json"},
-        )
-        assert response.status == 200, response.data
+        _start(http, engine, workflow_id, worker_url, "S1", skip_wait_until=True)
     last_report = started
     while (done := _completed(http, worker_url) - before) < processes:
         if time.perf_counter() - last_report > 10:
@@ -124,6 +113,58 @@ def _run(
             time.sleep(0.05)
     elapsed = time.perf_counter() - started
     return processes * states / elapsed
+
+
+def _timer_lateness(
+    http: urllib3.PoolManager, engine: runtime.LocalRuntime, worker_url: str, count: int
+) -> tuple[float, float]:
+    """Start ``count`` processes that each wait a 2-second timer; (p50, p99) of fired - due."""
+    before = _completed(http, worker_url)
+    ids = [f"bench-timer-{i}-{uuid.uuid4().hex[:6]}" for i in range(count)]
+    for workflow_id in ids:
+        _start(http, engine, workflow_id, worker_url, "Wait", skip_wait_until=False)
+    started = time.perf_counter()
+    while _completed(http, worker_url) - before < count:
+        if time.perf_counter() - started > TIME_LIMIT:
+            raise TimeoutError(f"timers did not fire in {TIME_LIMIT:.0f}s")
+        time.sleep(0.1)
+    store = engine.engine.store
+    lateness = []
+    for workflow_id in ids:
+        execution = store.current(workflow_id)
+        assert execution is not None
+        events = {e.kind: e.at for e in store.history(workflow_id, execution.run_id)}
+        # The timer was due TIMER_SECONDS after wait_until's answer was committed.
+        lateness.append(
+            events[EventKind.TIMER_FIRED] - (events[EventKind.WAIT_UNTIL_COMPLETED] + TIMER_SECONDS)
+        )
+    return statistics.median(lateness), statistics.quantiles(lateness, n=100)[98]
+
+
+def _start(
+    http: urllib3.PoolManager,
+    engine: runtime.LocalRuntime,
+    workflow_id: str,
+    worker_url: str,
+    state: str,
+    *,
+    skip_wait_until: bool,
+) -> None:
+    body = {
+        "workflowId": workflow_id,
+        "iwfWorkflowType": "BenchProcess",
+        "workflowTimeoutSeconds": 0,
+        "iwfWorkerUrl": worker_url,
+        "startStateId": state,
+        "stateOptions": {"skipWaitUntil": skip_wait_until},
+    }
+    response = http.request(
+        "POST",
+        engine.api_url + "/api/v1/workflow/start",
+        body=json.dumps(body),
+        headers={"Content-Type": "application/json"},
+    )
+    assert response.status == 200, response.data
 
 
 def _store_completed(engine: Engine, count: int, states: int) -> None:

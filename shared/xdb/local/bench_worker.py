@@ -1,6 +1,7 @@
 """The benchmark's worker: a chain of N states, served over HTTP on 127.0.0.1.
 
 State ``S1`` .. ``S<n>``: each execute moves to the next; the last completes the process.
+State ``Wait``: wait_until asks for a 2-second timer; execute completes the process.
 It speaks the iWF worker protocol directly, and runs in its own process so the engine's
 figures are not mixed with the worker's work.
 """
@@ -18,15 +19,28 @@ _calls = 0
 _lock = threading.Lock()
 
 
-def answer(states: int, body: dict[str, Any]) -> dict[str, Any]:
-    number = int(body["workflowStateId"][1:])
-    global _calls
+TIMER_SECONDS = 2
+
+
+def answer(states: int, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    global _calls, _completed
     with _lock:
         _calls += 1
+    if body["workflowStateId"] == "Wait":
+        if path.endswith("/start"):
+            return {
+                "commandRequest": {
+                    "commandWaitingType": "ALL_COMPLETED",
+                    "timerCommands": [{"commandId": "t", "durationSeconds": TIMER_SECONDS}],
+                }
+            }
+        with _lock:
+            _completed += 1
+        return {"stateDecision": {"nextStates": [{"stateId": "_SYS_GRACEFUL_COMPLETING_WORKFLOW"}]}}
+    number = int(body["workflowStateId"][1:])
     if number < states:
         movement = {"stateId": f"S{number + 1}", "stateOptions": {"skipWaitUntil": True}}
     else:
-        global _completed
         with _lock:
             _completed += 1
         movement = {
@@ -48,7 +62,7 @@ def serve(port: int, states: int) -> ThreadingHTTPServer:
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            self._send(answer(states, body))
+            self._send(answer(states, self.path, body))
 
         def _send(self, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()
