@@ -255,3 +255,15 @@ def test_a_long_timer_nobody_waits_for_loses_its_schedule(
     harness.run(wait_delayed=False)
     assert get(harness)["workflowStatus"] == "COMPLETED"
     assert harness.schedules() == []
+
+
+def test_a_delayed_start_runs_its_first_state_after_the_delay(
+    harness: Harness, worker: FakeWorker
+) -> None:
+    worker.on("execute", "A", complete("later"))
+    harness.start("wf", "A", workflowStartOptions={"workflowStartDelaySeconds": 1})
+    started = time.monotonic()
+    harness.run()
+    assert time.monotonic() - started >= 0.9
+    assert worker.calls[("execute", "A")] == 1
+    assert get(harness)["workflowStatus"] == "COMPLETED"

@@ -13,6 +13,7 @@ from xdb.model.wire import (
     CommandRequest,
     EncodedObject,
     IdReusePolicy,
+    InterStateChannelPublishing,
     KeyValue,
     StateDecision,
     StateMovement,
@@ -298,3 +299,76 @@ class TestTimeoutStopAndAttributes:
         assert closed is not None
         with pytest.raises(ProcessClosed):
             t.set_data_attributes(closed, [KeyValue(key="k", value=value("1"))], now=NOW)
+
+
+class TestChannels:
+    def waiting_on(
+        self, execution: Execution, sx: str, *channels: str, waiting: str = "ALL_COMPLETED"
+    ) -> Execution:
+        request = CommandRequest.model_validate(
+            {
+                "commandWaitingType": waiting,
+                "interStateChannelCommands": [{"commandId": c, "channelName": c} for c in channels],
+            }
+        )
+        nxt = t.on_wait_until(
+            execution, sx, 1, WorkflowStateWaitUntilResponse(command_request=request), now=NOW
+        )
+        assert nxt is not None
+        return nxt
+
+    def test_messages_sent_before_the_wait_are_kept_for_it(self) -> None:
+        execution = t.publish_messages(
+            started(options=StateOptions()),
+            [InterStateChannelPublishing(channel_name="q", value=value("1"))],
+            now=NOW,
+        )
+        assert execution is not None
+        execution = self.waiting_on(execution, "A-1", "q")
+        state = execution.states["A-1"]
+        assert state.phase is Phase.EXECUTE and state.waiting.channels[0].value == value("1")  # type: ignore[union-attr]
+        assert execution.channels == {}
+
+    def test_first_waiting_state_takes_the_first_message(self) -> None:
+        options = {"skipWaitUntil": False}
+        execution = execute(started(), "A-1", move("B", **options), move("C", **options))
+        execution = self.waiting_on(self.waiting_on(execution, "B-1", "q"), "C-1", "q")
+        messages = [
+            InterStateChannelPublishing(channel_name="q", value=value(v)) for v in ("1", "2")
+        ]
+        execution = t.publish_messages(execution, messages, now=NOW)  # type: ignore[assignment]
+        assert execution.states["B-1"].waiting.channels[0].value == value("1")  # type: ignore[union-attr]
+        assert execution.states["C-1"].waiting.channels[0].value == value("2")  # type: ignore[union-attr]
+
+    def test_any_completed_leaves_other_messages_queued(self) -> None:
+        execution = t.publish_messages(
+            started(options=StateOptions()),
+            [InterStateChannelPublishing(channel_name=c, value=value(c)) for c in ("a", "b")],
+            now=NOW,
+        )
+        execution = self.waiting_on(execution, "A-1", "a", "b", waiting="ANY_COMPLETED")  # type: ignore[arg-type]
+        assert [c.received for c in execution.states["A-1"].waiting.channels] == [True, False]  # type: ignore[union-attr]
+        assert list(execution.channels) == ["b"]
+
+    def test_repeated_dedup_id_changes_nothing(self) -> None:
+        message = InterStateChannelPublishing(channel_name="q", value=value("1"), dedup_id="x")
+        once = t.publish_messages(started(), [message], now=NOW)
+        assert once is not None and t.publish_messages(once, [message], now=NOW) is None
+
+    def test_conditional_close_goes_on_while_the_channel_has_messages(self) -> None:
+        close = {
+            "conditionalCloseType": "FORCE_COMPLETE_ON_INTERNAL_CHANNEL_EMPTY",
+            "channelName": "q",
+        }
+        decision = StateDecision.model_validate(
+            {"conditionalClose": close, "nextStates": [{"stateId": "A"}]}
+        )
+        answer = WorkflowStateExecuteResponse(state_decision=decision)
+        busy = t.publish_messages(
+            started(), [InterStateChannelPublishing(channel_name="q")], now=NOW
+        )
+        assert busy is not None
+        went_on = t.on_execute(busy, "A-1", 1, answer, now=NOW, max_api_timeout=60)
+        assert went_on is not None and went_on.status is Status.RUNNING and "A-2" in went_on.states
+        closed = t.on_execute(started(), "A-1", 1, answer, now=NOW, max_api_timeout=60)
+        assert closed is not None and closed.status is Status.COMPLETED
