@@ -7,7 +7,7 @@ and the task handler drops the copy that no longer matches the snapshot.
 
 from __future__ import annotations
 
-from xdb.model.execution import Execution, Phase
+from xdb.model.execution import Execution, Phase, StateExecution
 from xdb.model.task import Task, TaskKind
 
 
@@ -17,16 +17,7 @@ def tasks_for(old: Execution | None, new: Execution) -> list[Task]:
         old = None
     if new.status.closed:
         return []
-    tasks: list[Task] = []
-    if old is None and new.timeout_at is not None:
-        tasks.append(
-            Task(
-                kind=TaskKind.TIMEOUT,
-                workflow_id=new.workflow_id,
-                run_id=new.run_id,
-                due_at=new.timeout_at,
-            )
-        )
+    tasks = [_timeout_task(new)] if old is None and new.timeout_at is not None else []
     for state in new.states.values():
         before = old.states.get(state.id) if old else None
         if state.phase in (Phase.WAIT_UNTIL, Phase.EXECUTE):
@@ -41,21 +32,8 @@ def tasks_for(old: Execution | None, new: Execution) -> list[Task]:
                         due_at=state.retry_at or 0.0,
                     )
                 )
-        elif state.phase is Phase.WAITING and state.waiting is not None:
-            was_waiting = before is not None and before.phase is Phase.WAITING
-            if was_waiting:
-                continue
-            for index, timer in enumerate(state.waiting.timers):
-                tasks.append(
-                    Task(
-                        kind=TaskKind.TIMER,
-                        workflow_id=new.workflow_id,
-                        run_id=new.run_id,
-                        state_execution_id=state.id,
-                        timer_index=index,
-                        due_at=timer.fire_at,
-                    )
-                )
+        elif state.phase is Phase.WAITING and (before is None or before.phase is not Phase.WAITING):
+            tasks += _timer_tasks(new, state)
     return tasks
 
 
@@ -63,32 +41,36 @@ def cancelled_for(old: Execution | None, new: Execution) -> list[Task]:
     """Timer and timeout tasks of ``old`` that nothing waits for in ``new`` any more."""
     if old is None or old.run_id != new.run_id or old.status.closed:
         return []
-    cancelled: list[Task] = []
-    if new.status.closed and old.timeout_at is not None:
-        cancelled.append(
-            Task(
-                kind=TaskKind.TIMEOUT,
-                workflow_id=old.workflow_id,
-                run_id=old.run_id,
-                due_at=old.timeout_at,
-            )
-        )
+    cancelled = [_timeout_task(old)] if new.status.closed and old.timeout_at is not None else []
     for state in old.states.values():
-        if state.phase is not Phase.WAITING or state.waiting is None:
-            continue
         after = new.states.get(state.id)
-        if after is not None and after.phase is Phase.WAITING:
-            continue
-        cancelled += [
-            Task(
-                kind=TaskKind.TIMER,
-                workflow_id=old.workflow_id,
-                run_id=old.run_id,
-                state_execution_id=state.id,
-                timer_index=index,
-                due_at=timer.fire_at,
-            )
-            for index, timer in enumerate(state.waiting.timers)
-            if not timer.fired
-        ]
+        if state.phase is Phase.WAITING and (after is None or after.phase is not Phase.WAITING):
+            cancelled += _timer_tasks(old, state)
     return cancelled
+
+
+def _timeout_task(execution: Execution) -> Task:
+    assert execution.timeout_at is not None
+    return Task(
+        kind=TaskKind.TIMEOUT,
+        workflow_id=execution.workflow_id,
+        run_id=execution.run_id,
+        due_at=execution.timeout_at,
+    )
+
+
+def _timer_tasks(execution: Execution, state: StateExecution) -> list[Task]:
+    """A task per timer of a waiting state that has not fired."""
+    timers = state.waiting.timers if state.waiting else []
+    return [
+        Task(
+            kind=TaskKind.TIMER,
+            workflow_id=execution.workflow_id,
+            run_id=execution.run_id,
+            state_execution_id=state.id,
+            timer_index=index,
+            due_at=timer.fire_at,
+        )
+        for index, timer in enumerate(timers)
+        if not timer.fired
+    ]

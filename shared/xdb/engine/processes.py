@@ -193,44 +193,50 @@ def _output(completion: Completion) -> StateCompletionOutput:
 
 
 def signal(engine: Engine, request: WorkflowSignalRequest) -> None:
-    load(engine, request.workflow_id, request.workflow_run_id)
-    commit(
+    channel, value = request.signal_channel_name, request.signal_value
+    _change(
         engine,
         request.workflow_id,
         request.workflow_run_id,
-        lambda e: transitions.receive_signal(
-            e, request.signal_channel_name, request.signal_value, now=engine.clock()
-        ),
+        lambda e, now: transitions.receive_signal(e, channel, value, now=now),
     )
 
 
 def publish_to_internal_channel(engine: Engine, request: PublishToInternalChannelRequest) -> None:
-    load(engine, request.workflow_id, request.workflow_run_id)
     messages = request.messages or []
-    commit(
+    _change(
         engine,
         request.workflow_id,
         request.workflow_run_id,
-        lambda e: transitions.publish_messages(e, messages, now=engine.clock()),
+        lambda e, now: transitions.publish_messages(e, messages, now=now),
     )
 
 
 def skip_timer(engine: Engine, request: WorkflowSkipTimerRequest) -> None:
     if request.timer_command_id is None and request.timer_command_index is None:
         raise BadRequest("give timerCommandId or timerCommandIndex")
-    load(engine, request.workflow_id, request.workflow_run_id)
-    commit(
+    sx, command_id, index = (
+        request.workflow_state_execution_id,
+        request.timer_command_id,
+        request.timer_command_index,
+    )
+    _change(
         engine,
         request.workflow_id,
         request.workflow_run_id,
-        lambda e: transitions.skip_timer(
-            e,
-            request.workflow_state_execution_id,
-            request.timer_command_id,
-            request.timer_command_index,
-            now=engine.clock(),
-        ),
+        lambda e, now: transitions.skip_timer(e, sx, command_id, index, now=now),
     )
+
+
+def _change(
+    engine: Engine,
+    workflow_id: str,
+    run_id: str | None,
+    transition: Callable[[Execution, float], Execution | None],
+) -> None:
+    """Apply a client's change to a process; an unknown process is a clear 400."""
+    load(engine, workflow_id, run_id)
+    commit(engine, workflow_id, run_id, lambda e: transition(e, engine.clock()))
 
 
 def describe(execution: Execution, needs_results: bool) -> WorkflowGetResponse:
@@ -247,13 +253,12 @@ def describe(execution: Execution, needs_results: bool) -> WorkflowGetResponse:
 
 
 def stop(engine: Engine, request: WorkflowStopRequest) -> None:
-    load(engine, request.workflow_id, request.workflow_run_id)
     stop_type = request.stop_type or WorkflowStopType.CANCEL
-    commit(
+    _change(
         engine,
         request.workflow_id,
         request.workflow_run_id,
-        lambda e: transitions.stop(e, stop_type, request.reason, now=engine.clock()),
+        lambda e, now: transitions.stop(e, stop_type, request.reason, now=now),
     )
 
 
@@ -269,13 +274,12 @@ def get_data_objects(
 
 
 def set_data_objects(engine: Engine, request: WorkflowSetDataObjectsRequest) -> None:
-    load(engine, request.workflow_id, request.workflow_run_id)
     objects = request.objects or []
-    commit(
+    _change(
         engine,
         request.workflow_id,
         request.workflow_run_id,
-        lambda e: transitions.set_data_attributes(e, objects, now=engine.clock()),
+        lambda e, now: transitions.set_data_attributes(e, objects, now=now),
     )
 
 
