@@ -73,6 +73,11 @@ def main(*, processes: int, states: int, stored: int) -> None:
         print(
             f"  ratio full/empty:            {full / empty:8.2f}   (goals: >= 100/s, ratio >= 0.67)"
         )
+        p50, p99 = _timer_lateness(http, engine, f"http://127.0.0.1:{port}", TIMERS)
+        print(
+            f"  timer lateness, {TIMERS} processes x {TIMER_SECONDS}s timer: "
+            f"p50 {p50:.3f}s  p99 {p99:.3f}s   (goal: p99 < 1s)"
+        )
     finally:
         if engine is not None:
             engine.stop()
