@@ -186,7 +186,7 @@ class TestRetriesAndFailurePolicies:
         delays = []
         for attempt in range(1, 5):
             execution = t.on_api_failure(execution, "A-1", Api.EXECUTE, attempt, "boom", now=NOW)  # type: ignore[assignment]
-            delays.append(execution.states["A-1"].retry_at - NOW)  # type: ignore[operator]
+            delays.append(execution.states["A-1"].next_call_at - NOW)  # type: ignore[operator]
         assert delays == [1, 2, 3, 3]
         assert execution.states["A-1"].attempt == 5
 

@@ -121,7 +121,7 @@ def start(spec: StartSpec, *, current: Execution | None, run_id: str, now: float
         first = _begin(execution, spec.start_state_id, spec.input, spec.options, now)
         if spec.start_delay_seconds:
             # A delayed start is a first attempt that may not run before its time.
-            first.retry_at = now + spec.start_delay_seconds
+            first.next_call_at = now + spec.start_delay_seconds
     return StartOutcome(execution, replaced=replaced)
 
 
@@ -164,7 +164,7 @@ def on_wait_until(
     state.locals = _merge(state.locals, answer.upsert_state_locals)
     state.waiting = waiting
     state.phase = Phase.WAITING
-    state.retry_at, state.last_error = None, None
+    state.next_call_at, state.last_error = None, None
     _apply_skipped_timers(nxt, state)
     nxt.events.append(
         Event(
@@ -277,7 +277,7 @@ def on_api_failure(
     state = nxt.states[state_execution_id]
     if at is not None:
         state.attempt += 1
-        state.retry_at, state.last_error = at, error
+        state.next_call_at, state.last_error = at, error
         detail = f"{api} attempt {attempt} failed, next at +{at - now:.1f}s: {error}"
         nxt.events.append(
             Event(at=now, kind=EventKind.ATTEMPT_FAILED, state_execution_id=state.id, detail=detail)

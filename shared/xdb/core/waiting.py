@@ -76,4 +76,4 @@ def to_execute(state: StateExecution, now: float) -> None:
     """The wait is over: the state's next worker call is execute, attempt 1."""
     state.phase = Phase.EXECUTE
     state.attempt, state.first_attempt_at = 1, now
-    state.retry_at, state.last_error = None, None
+    state.next_call_at, state.last_error = None, None

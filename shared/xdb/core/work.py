@@ -29,7 +29,7 @@ def tasks_for(old: Execution | None, new: Execution) -> list[Task]:
                         run_id=new.run_id,
                         state_execution_id=state.id,
                         attempt=state.attempt,
-                        due_at=state.retry_at or 0.0,
+                        due_at=state.next_call_at or 0.0,
                     )
                 )
         elif state.phase is Phase.WAITING and (before is None or before.phase is not Phase.WAITING):

@@ -128,7 +128,8 @@ class StateExecution(Domain):
     phase: Phase
     attempt: int = 1
     first_attempt_at: float
-    retry_at: float | None = None
+    # The earliest time of the next worker call: a retry's backoff, or a delayed start.
+    next_call_at: float | None = None
     last_error: str | None = None
     waiting: Waiting | None = None
     wait_until_failed: bool = False
