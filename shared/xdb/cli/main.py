@@ -66,7 +66,7 @@ def _dev(port: int, script: str | None, exit_after: bool) -> int:
         return 1
     print(f"XDB engine listening on {engine.api_url} (iWF API; Ctrl-C stops it)")
     print(
-        f"moto (DynamoDB, Streams, SQS) at {engine.aws.server_url}: table {engine.aws.settings.table_name}"
+        f"moto (DynamoDB, Streams, SQS, Scheduler) at {engine.aws.server_url}: table {engine.aws.settings.table_name}"
     )
     done = threading.Event()
     failed = False
