@@ -4,10 +4,11 @@ Two make room for the local runtime: a table's stream keeps every record forever
 the local stream reader drops records once delivered (see ``MotoStream``), under
 :data:`STREAM_LOCK`, which moto's ``StreamShard.add`` then also takes.
 
-One fixes a race. SQS ``delete_message`` rebuilds the queue's message list without the
+One fixes races. SQS ``delete_message`` rebuilds the queue's message list without the
 queue's lock, while ``send_message`` appends under it: a message sent during a delete is
-lost. ``xdb bench`` lost about one process in twenty to it before this fix. We take the
-queue's lock around the rebuild.
+lost (``xdb bench`` lost about one process in twenty to it). ``receive_message`` reads the
+set of pending messages while a delete changes it ("Set changed size during iteration").
+We run receives and deletes under the queue's lock, as sends already are.
 
 The others keep moto's behaviour and remove work that grows with load; each was found
 with a profiler on ``xdb bench``:
@@ -90,6 +91,14 @@ def apply() -> None:
             delete_message(self, receipt_handle)
 
     Queue.delete_message = delete_message_locked  # type: ignore[method-assign]
+    receive_message = SQSBackend.receive_message
+
+    def receive_message_locked(self: SQSBackend, queue_name: str, *args: Any, **kwargs: Any) -> Any:
+        queue: Any = self.get_queue(queue_name)
+        with queue._messages_lock:
+            return receive_message(self, queue_name, *args, **kwargs)
+
+    SQSBackend.receive_message = receive_message_locked  # type: ignore[method-assign]
     moto.sqs.models.unix_time = _unix_time
     moto.sqs.models.unix_time_millis = _unix_time_millis
     moto.sqs.models.generate_receipt_handle = _receipt_handle
