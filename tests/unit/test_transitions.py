@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from xdb.core import commands as c
 from xdb.core import transitions as t
 from xdb.core.errors import InvalidWorkerAnswer, ProcessAlreadyStarted, ProcessClosed
 from xdb.core.work import tasks_for
@@ -30,7 +31,7 @@ def value(data: str) -> EncodedObject:
     return EncodedObject(encoding="json", data=data)
 
 
-def spec(**overrides: object) -> t.StartSpec:
+def spec(**overrides: object) -> c.StartSpec:
     fields: dict[str, object] = {
         "workflow_id": "wf",
         "workflow_type": "Flow",
@@ -41,11 +42,11 @@ def spec(**overrides: object) -> t.StartSpec:
         "options": StateOptions(skip_wait_until=True),
     }
     fields.update(overrides)
-    return t.StartSpec(**fields)  # type: ignore[arg-type]
+    return c.StartSpec(**fields)  # type: ignore[arg-type]
 
 
 def started(**overrides: object) -> Execution:
-    return t.start(spec(**overrides), current=None, run_id="run-1", now=NOW).execution
+    return c.start(spec(**overrides), current=None, run_id="run-1", now=NOW).execution
 
 
 def decide(*movements: StateMovement) -> WorkflowStateExecuteResponse:
@@ -82,8 +83,8 @@ class TestStart:
     def test_running_id_is_taken_unless_the_request_repeats(self) -> None:
         current = started(request_id="r1")
         with pytest.raises(ProcessAlreadyStarted):
-            t.start(spec(), current=current, run_id="run-2", now=NOW)
-        again = t.start(
+            c.start(spec(), current=current, run_id="run-2", now=NOW)
+        again = c.start(
             spec(request_id="r1", ignore_already_started=True),
             current=current,
             run_id="run-2",
@@ -91,7 +92,7 @@ class TestStart:
         )
         assert again.existing and again.execution.run_id == "run-1"
         with pytest.raises(ProcessAlreadyStarted):
-            t.start(
+            c.start(
                 spec(request_id="r2", ignore_already_started=True),
                 current=current,
                 run_id="run-2",
@@ -112,9 +113,9 @@ class TestStart:
         current = started().model_copy(update={"status": previous})
         if not allowed:
             with pytest.raises(ProcessAlreadyStarted):
-                t.start(spec(reuse_policy=policy), current=current, run_id="run-2", now=NOW)
+                c.start(spec(reuse_policy=policy), current=current, run_id="run-2", now=NOW)
             return
-        outcome = t.start(spec(reuse_policy=policy), current=current, run_id="run-2", now=NOW)
+        outcome = c.start(spec(reuse_policy=policy), current=current, run_id="run-2", now=NOW)
         assert outcome.execution.run_id == "run-2"
         assert outcome.replaced is not None and outcome.replaced.status.closed
 
@@ -290,15 +291,15 @@ class TestTimeoutStopAndAttributes:
         ],
     )
     def test_stop(self, stop_type: WorkflowStopType, status: Status) -> None:
-        stopped = t.stop(started(), stop_type, "test", now=NOW)
+        stopped = c.stop(started(), stop_type, "test", now=NOW)
         assert stopped is not None and stopped.status is status
-        assert t.stop(stopped, stop_type, "again", now=NOW) is None
+        assert c.stop(stopped, stop_type, "again", now=NOW) is None
 
     def test_closed_process_attributes_are_read_only(self) -> None:
-        closed = t.stop(started(), WorkflowStopType.CANCEL, None, now=NOW)
+        closed = c.stop(started(), WorkflowStopType.CANCEL, None, now=NOW)
         assert closed is not None
         with pytest.raises(ProcessClosed):
-            t.set_data_attributes(closed, [KeyValue(key="k", value=value("1"))], now=NOW)
+            c.set_data_attributes(closed, [KeyValue(key="k", value=value("1"))], now=NOW)
 
 
 class TestChannels:
@@ -318,7 +319,7 @@ class TestChannels:
         return nxt
 
     def test_messages_sent_before_the_wait_are_kept_for_it(self) -> None:
-        execution = t.publish_messages(
+        execution = c.publish_messages(
             started(options=StateOptions()),
             [InterStateChannelPublishing(channel_name="q", value=value("1"))],
             now=NOW,
@@ -336,12 +337,12 @@ class TestChannels:
         messages = [
             InterStateChannelPublishing(channel_name="q", value=value(v)) for v in ("1", "2")
         ]
-        execution = t.publish_messages(execution, messages, now=NOW)  # type: ignore[assignment]
+        execution = c.publish_messages(execution, messages, now=NOW)  # type: ignore[assignment]
         assert execution.states["B-1"].waiting.channels[0].value == value("1")  # type: ignore[union-attr]
         assert execution.states["C-1"].waiting.channels[0].value == value("2")  # type: ignore[union-attr]
 
     def test_any_completed_leaves_other_messages_queued(self) -> None:
-        execution = t.publish_messages(
+        execution = c.publish_messages(
             started(options=StateOptions()),
             [InterStateChannelPublishing(channel_name=c, value=value(c)) for c in ("a", "b")],
             now=NOW,
@@ -352,8 +353,8 @@ class TestChannels:
 
     def test_repeated_dedup_id_changes_nothing(self) -> None:
         message = InterStateChannelPublishing(channel_name="q", value=value("1"), dedup_id="x")
-        once = t.publish_messages(started(), [message], now=NOW)
-        assert once is not None and t.publish_messages(once, [message], now=NOW) is None
+        once = c.publish_messages(started(), [message], now=NOW)
+        assert once is not None and c.publish_messages(once, [message], now=NOW) is None
 
     def test_conditional_close_goes_on_while_the_channel_has_messages(self) -> None:
         close = {
@@ -364,7 +365,7 @@ class TestChannels:
             {"conditionalClose": close, "nextStates": [{"stateId": "A"}]}
         )
         answer = WorkflowStateExecuteResponse(state_decision=decision)
-        busy = t.publish_messages(
+        busy = c.publish_messages(
             started(), [InterStateChannelPublishing(channel_name="q")], now=NOW
         )
         assert busy is not None

@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from xdb.core import commands, transitions
 from xdb.core import options as state_options
-from xdb.core import transitions
 from xdb.core.errors import (
     BadRequest,
     LongPollTimedOut,
@@ -52,9 +52,7 @@ def start(engine: Engine, request: WorkflowStartRequest) -> WorkflowStartRespons
     spec = _start_spec(engine, request)
     for _ in range(3):
         current = engine.store.current(spec.workflow_id)
-        outcome = transitions.start(
-            spec, current=current, run_id=engine.new_id(), now=engine.clock()
-        )
+        outcome = commands.start(spec, current=current, run_id=engine.new_id(), now=engine.clock())
         if outcome.existing:
             return WorkflowStartResponse(workflow_run_id=outcome.execution.run_id)
         try:
@@ -71,7 +69,7 @@ def start(engine: Engine, request: WorkflowStartRequest) -> WorkflowStartRespons
     )
 
 
-def _start_spec(engine: Engine, request: WorkflowStartRequest) -> transitions.StartSpec:
+def _start_spec(engine: Engine, request: WorkflowStartRequest) -> commands.StartSpec:
     options = request.workflow_start_options
     unsupported = []
     if options is not None:
@@ -91,7 +89,7 @@ def _start_spec(engine: Engine, request: WorkflowStartRequest) -> transitions.St
         raise NotSupported("iwfWorkerUrl must be an http:// or https:// URL")
     already = options.workflow_already_started_options if options else None
     initial = (options.data_attributes if options else None) or []
-    return transitions.StartSpec(
+    return commands.StartSpec(
         workflow_id=request.workflow_id,
         workflow_type=request.iwf_workflow_type,
         worker_url=request.iwf_worker_url,
@@ -198,7 +196,7 @@ def signal(engine: Engine, request: WorkflowSignalRequest) -> None:
         engine,
         request.workflow_id,
         request.workflow_run_id,
-        lambda e, now: transitions.receive_signal(e, channel, value, now=now),
+        lambda e, now: commands.receive_signal(e, channel, value, now=now),
     )
 
 
@@ -208,7 +206,7 @@ def publish_to_internal_channel(engine: Engine, request: PublishToInternalChanne
         engine,
         request.workflow_id,
         request.workflow_run_id,
-        lambda e, now: transitions.publish_messages(e, messages, now=now),
+        lambda e, now: commands.publish_messages(e, messages, now=now),
     )
 
 
@@ -224,7 +222,7 @@ def skip_timer(engine: Engine, request: WorkflowSkipTimerRequest) -> None:
         engine,
         request.workflow_id,
         request.workflow_run_id,
-        lambda e, now: transitions.skip_timer(e, sx, command_id, index, now=now),
+        lambda e, now: commands.skip_timer(e, sx, command_id, index, now=now),
     )
 
 
@@ -258,7 +256,7 @@ def stop(engine: Engine, request: WorkflowStopRequest) -> None:
         engine,
         request.workflow_id,
         request.workflow_run_id,
-        lambda e, now: transitions.stop(e, stop_type, request.reason, now=now),
+        lambda e, now: commands.stop(e, stop_type, request.reason, now=now),
     )
 
 
@@ -279,7 +277,7 @@ def set_data_objects(engine: Engine, request: WorkflowSetDataObjectsRequest) -> 
         engine,
         request.workflow_id,
         request.workflow_run_id,
-        lambda e, now: transitions.set_data_attributes(e, objects, now=now),
+        lambda e, now: commands.set_data_attributes(e, objects, now=now),
     )
 
 

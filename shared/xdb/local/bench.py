@@ -20,7 +20,7 @@ from typing import Any
 
 import urllib3
 
-from xdb.core import transitions
+from xdb.core import commands, transitions
 from xdb.engine.runtime import Engine
 from xdb.local import runtime
 from xdb.local.bench_worker import TIMER_SECONDS
@@ -191,7 +191,7 @@ def _store_completed(engine: Engine, count: int, states: int) -> None:
 
 
 def _completed_execution(states: int) -> Execution:
-    spec = transitions.StartSpec(
+    spec = commands.StartSpec(
         workflow_id="template",
         workflow_type="BenchProcess",
         worker_url="http://127.0.0.1:9",
@@ -201,7 +201,7 @@ def _completed_execution(states: int) -> Execution:
         options=StateOptions(skip_wait_until=True),
     )
     now = time.time()
-    execution = transitions.start(spec, current=None, run_id="template", now=now).execution
+    execution = commands.start(spec, current=None, run_id="template", now=now).execution
     for number in range(1, states + 1):
         following = f"S{number + 1}" if number < states else transitions.GRACEFUL_COMPLETE
         answer = WorkflowStateExecuteResponse(
