@@ -232,9 +232,13 @@ def _change(
     run_id: str | None,
     transition: Callable[[Execution, float], Execution | None],
 ) -> None:
-    """Apply a client's change to a process; an unknown process is a clear 400."""
-    load(engine, workflow_id, run_id)
-    commit(engine, workflow_id, run_id, lambda e: transition(e, engine.clock()))
+    """Apply a client's change to a process; an unknown process is a clear 400.
+
+    The snapshot read to check that is the one the first commit attempt uses. (An older
+    run is read from its archive: changing it fails as a closed process should.)
+    """
+    execution = load(engine, workflow_id, run_id)
+    commit(engine, workflow_id, run_id, lambda e: transition(e, engine.clock()), read=execution)
 
 
 def describe(execution: Execution, needs_results: bool) -> WorkflowGetResponse:
