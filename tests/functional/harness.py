@@ -53,8 +53,10 @@ class FakeWorker:
         self.answers[(api, state_id)] = answer
 
     def handle(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
-        api = "wait_until" if path.endswith("/start") else "execute"
-        key = (api, body["workflowStateId"])
+        if path.endswith("/rpc"):
+            key = ("rpc", body["rpcName"])
+        else:
+            key = ("wait_until" if path.endswith("/start") else "execute", body["workflowStateId"])
         self.calls[key] += 1
         self.requests.append(body)
         return self.answers[key](body)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from xdb.api.errors import status_of
 from xdb.core.errors import XdbError
-from xdb.engine import processes
+from xdb.engine import processes, rpc
 from xdb.engine.runtime import engine
 from xdb.model import wire
 from xdb.model.wire import ErrorResponse, ErrorSubStatus
@@ -61,6 +61,7 @@ _route(
     processes.set_data_objects,
 )
 _route("/api/v1/workflow/signal", wire.WorkflowSignalRequest, processes.signal)
+_route("/api/v1/workflow/rpc", wire.WorkflowRpcRequest, rpc.rpc)
 _route(
     "/api/v1/workflow/publishToInternalChannel",
     wire.PublishToInternalChannelRequest,

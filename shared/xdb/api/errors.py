@@ -14,6 +14,7 @@ HTTP_STATUS: list[tuple[type[errors.XdbError], int, ErrorSubStatus]] = [
     (errors.NotSupported, 400, ErrorSubStatus.UNCATEGORIZED_SUB_STATUS),
     (errors.ProcessClosed, 400, ErrorSubStatus.UNCATEGORIZED_SUB_STATUS),
     (errors.WorkerCallFailed, 420, ErrorSubStatus.WORKER_API_ERROR),
+    (errors.InvalidWorkerAnswer, 420, ErrorSubStatus.WORKER_API_ERROR),
     (errors.VersionConflict, 503, ErrorSubStatus.UNCATEGORIZED_SUB_STATUS),
 ]
 

@@ -8,8 +8,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdb.core import channels
-from xdb.core.errors import BadRequest, ProcessAlreadyStarted
-from xdb.core.snapshot import begin_state, close, next_version, publish, require_running, upsert
+from xdb.core import options as state_options
+from xdb.core.errors import BadRequest, InvalidWorkerAnswer, ProcessAlreadyStarted
+from xdb.core.snapshot import (
+    RESERVED_PREFIX,
+    begin_state,
+    close,
+    next_version,
+    publish,
+    require_running,
+    upsert,
+)
 from xdb.core.transitions import on_timer
 from xdb.model.execution import Event, EventKind, Execution, Phase, StateOptions, Status
 from xdb.model.wire import (
@@ -19,6 +28,7 @@ from xdb.model.wire import (
     KeyValue,
     WorkflowErrorType,
     WorkflowStopType,
+    WorkflowWorkerRpcResponse,
 )
 
 _ABNORMAL = {Status.FAILED, Status.TIMEOUT, Status.TERMINATED, Status.CANCELED}
@@ -197,6 +207,40 @@ def set_data_attributes(execution: Execution, objects: list[KeyValue], *, now: f
     keys = ", ".join(kv.key for kv in objects)
     nxt.events.append(Event(at=now, kind=EventKind.DATA_ATTRIBUTES_SET, detail=keys))
     return nxt
+
+
+def on_rpc_answer(
+    execution: Execution, answer: WorkflowWorkerRpcResponse, *, now: float, max_api_timeout: float
+) -> Execution | None:
+    """Commit what an RPC returned: attribute upserts, publishes and states to start, in one
+    write. None when it changed nothing (a read-only RPC needs no write)."""
+    require_running(execution)
+    movements = answer.state_decision.next_states if answer.state_decision else None
+    if not (answer.upsert_data_attributes or answer.publish_to_inter_state_channel or movements):
+        return None
+    nxt = next_version(execution)
+    upsert(nxt.data_attributes, answer.upsert_data_attributes)
+    publish(nxt, answer.publish_to_inter_state_channel)
+    for movement in movements or []:
+        if movement.state_id.startswith(RESERVED_PREFIX):
+            raise InvalidWorkerAnswer(f"an RPC can start states, not {movement.state_id!r}")
+        options = state_options.resolve(movement.state_options, max_api_timeout=max_api_timeout)
+        begin_state(
+            nxt, movement.state_id, movement.state_input, options, now, movement.wait_for_key
+        )
+    nxt.events.append(
+        Event(at=now, kind=EventKind.RPC_COMMITTED, detail=", ".join(_rpc_changes(answer)))
+    )
+    channels.deliver(nxt, now)
+    return nxt
+
+
+def _rpc_changes(answer: WorkflowWorkerRpcResponse) -> list[str]:
+    changes = [f"set {kv.key}" for kv in answer.upsert_data_attributes or []]
+    changes += [f"publish {p.channel_name}" for p in answer.publish_to_inter_state_channel or []]
+    if answer.state_decision:
+        changes += [f"start {m.state_id}" for m in answer.state_decision.next_states or []]
+    return changes
 
 
 # ------------------------------------------------------------------ helpers

@@ -6,10 +6,12 @@ The iWF IDL carries two generations of names (``start``/``decide`` and
 
 from __future__ import annotations
 
-from xdb.model.execution import Loading, Retry, StateOptions
+from xdb.model.execution import Execution, Loading, Retry, StateOptions
 from xdb.model.wire import (
     ExecuteApiFailurePolicy,
+    KeyValue,
     PersistenceLoadingPolicy,
+    PersistenceLoadingType,
     RetryPolicy,
     WaitUntilApiFailurePolicy,
     WorkflowStateOptions,
@@ -39,8 +41,8 @@ def resolve(wire: WorkflowStateOptions | None, *, max_api_timeout: float) -> Sta
         ),
         wait_until_retry=_retry(wire.wait_until_api_retry_policy or wire.start_api_retry_policy),
         execute_retry=_retry(wire.execute_api_retry_policy or wire.decide_api_retry_policy),
-        wait_until_loading=_loading(wire.wait_until_api_data_attributes_loading_policy or general),
-        execute_loading=_loading(wire.execute_api_data_attributes_loading_policy or general),
+        wait_until_loading=loading(wire.wait_until_api_data_attributes_loading_policy or general),
+        execute_loading=loading(wire.execute_api_data_attributes_loading_policy or general),
         proceed_on_wait_until_failure=(
             wire.wait_until_api_failure_policy is WaitUntilApiFailurePolicy.PROCEED_ON_FAILURE
             or wire.start_api_failure_policy == "PROCEED_TO_DECIDE_ON_START_API_FAILURE"
@@ -72,7 +74,8 @@ def _retry(policy: RetryPolicy | None) -> Retry:
     )
 
 
-def _loading(policy: PersistenceLoadingPolicy | None) -> Loading:
+def loading(policy: PersistenceLoadingPolicy | None) -> Loading:
+    """A loading policy with defaults filled in (load all, no locking)."""
     if policy is None or policy.persistence_loading_type is None:
         return Loading()
     return Loading(
@@ -80,3 +83,21 @@ def _loading(policy: PersistenceLoadingPolicy | None) -> Loading:
         keys=policy.partial_loading_keys or [],
         keys_are_prefixes=bool(policy.use_key_as_prefix),
     )
+
+
+def loaded_attributes(execution: Execution, policy: Loading) -> list[KeyValue]:
+    """The data attributes a worker call sees, per its loading policy. (Locking policies
+    load like their non-locking forms: locking comes with the RPC issue.)"""
+    attributes = execution.data_attributes
+    if policy.type is PersistenceLoadingType.LOAD_NONE:
+        return []
+    keys = list(attributes)
+    if policy.type in (
+        PersistenceLoadingType.LOAD_PARTIAL_WITHOUT_LOCKING,
+        PersistenceLoadingType.LOAD_PARTIAL_WITH_EXCLUSIVE_LOCK,
+    ):
+        if policy.keys_are_prefixes:
+            keys = [k for k in keys if any(k.startswith(p) for p in policy.keys)]
+        else:
+            keys = [k for k in policy.keys if k in attributes]
+    return [KeyValue(key=k, value=attributes[k]) for k in keys]

@@ -14,16 +14,15 @@ from pydantic import ValidationError
 from xdb.aws.worker_client import EXECUTE_PATH, WAIT_UNTIL_PATH
 from xdb.core import transitions
 from xdb.core.errors import InvalidWorkerAnswer, PayloadTooLarge, WorkerCallFailed
+from xdb.core.options import loaded_attributes
 from xdb.engine.commit import commit
 from xdb.engine.runtime import Engine
-from xdb.model.execution import Api, Execution, Loading, Phase, StateExecution
+from xdb.model.execution import Api, Execution, Phase, StateExecution
 from xdb.model.task import Task, TaskKind
 from xdb.model.wire import (
     CommandResults,
     Context,
     InterStateChannelResult,
-    KeyValue,
-    PersistenceLoadingType,
     SignalResult,
     TimerResult,
     WorkflowStateExecuteRequest,
@@ -149,7 +148,7 @@ def _call_worker(
         first_attempt_timestamp=int(state.first_attempt_at),
         attempt=state.attempt,
     )
-    attributes = _load(execution, state.options.loading(state.api))
+    attributes = loaded_attributes(execution, state.options.loading(state.api))
     timeout = state.options.timeout(state.api)
     if state.api is Api.WAIT_UNTIL:
         request = WorkflowStateWaitUntilRequest(
@@ -174,23 +173,6 @@ def _call_worker(
     )
     answer = engine.worker.post(execution.worker_url, EXECUTE_PATH, execute.dump(), timeout=timeout)
     return WorkflowStateExecuteResponse.model_validate(answer)
-
-
-def _load(execution: Execution, loading: Loading) -> list[KeyValue]:
-    """The data attributes a state API sees, per its loading policy."""
-    attributes = execution.data_attributes
-    if loading.type is PersistenceLoadingType.LOAD_NONE:
-        return []
-    keys = list(attributes)
-    if loading.type in (
-        PersistenceLoadingType.LOAD_PARTIAL_WITHOUT_LOCKING,
-        PersistenceLoadingType.LOAD_PARTIAL_WITH_EXCLUSIVE_LOCK,
-    ):
-        if loading.keys_are_prefixes:
-            keys = [k for k in keys if any(k.startswith(p) for p in loading.keys)]
-        else:
-            keys = [k for k in loading.keys if k in attributes]
-    return [KeyValue(key=k, value=attributes[k]) for k in keys]
 
 
 def command_results(state: StateExecution) -> CommandResults:

@@ -267,6 +267,22 @@ class WorkflowWaitForStateCompletionResponse(_Wire):
     state_completion_output: StateCompletionOutput | None = None
 
 
+class WorkflowRpcRequest(Inbound):
+    workflow_id: str = Field(min_length=1)
+    workflow_run_id: str | None = None
+    rpc_name: str = Field(min_length=1)
+    input: EncodedObject | None = None
+    search_attributes_loading_policy: PersistenceLoadingPolicy | None = None
+    data_attributes_loading_policy: PersistenceLoadingPolicy | None = None
+    timeout_seconds: int | None = Field(default=None, ge=0)
+    use_memo_for_data_attributes: bool | None = None
+    search_attributes: list[dict[str, Any]] | None = None
+
+
+class WorkflowRpcResponse(_Wire):
+    output: EncodedObject | None = None
+
+
 class ErrorSubStatus(StrEnum):
     UNCATEGORIZED_SUB_STATUS = "UNCATEGORIZED_SUB_STATUS"
     WORKFLOW_ALREADY_STARTED_SUB_STATUS = "WORKFLOW_ALREADY_STARTED_SUB_STATUS"
@@ -440,3 +456,28 @@ class WorkflowStateExecuteResponse(Tolerant):
 class WorkerErrorResponse(Tolerant):
     detail: str | None = None
     error_type: str | None = None
+
+
+class ChannelInfo(_Wire):
+    size: int
+
+
+class WorkflowWorkerRpcRequest(_Wire):
+    context: Context
+    workflow_type: str
+    rpc_name: str
+    input: EncodedObject | None = None
+    search_attributes: list[dict[str, Any]] = []
+    data_attributes: list[KeyValue] = []
+    signal_channel_infos: dict[str, ChannelInfo] = {}
+    internal_channel_infos: dict[str, ChannelInfo] = {}
+
+
+class WorkflowWorkerRpcResponse(Tolerant):
+    output: EncodedObject | None = None
+    state_decision: StateDecision | None = None
+    upsert_search_attributes: list[dict[str, Any]] | None = None
+    upsert_data_attributes: list[KeyValue] | None = None
+    record_events: list[KeyValue] | None = None
+    upsert_state_locals: list[KeyValue] | None = None
+    publish_to_inter_state_channel: list[InterStateChannelPublishing] | None = None

@@ -1,0 +1,96 @@
+"""RPC: the worker's answer is committed in one write before its output is returned."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.functional.harness import FakeWorker, Harness, complete
+
+
+def value(data: Any) -> dict[str, str]:
+    return {"encoding": "json", "data": json.dumps(data)}
+
+
+def rpc(harness: Harness, name: str, data: Any = None) -> tuple[int, Any]:
+    return harness.api(
+        "/api/v1/workflow/rpc", {"workflowId": "wf", "rpcName": name, "input": value(data)}
+    )
+
+
+def test_rpc_commits_upserts_publishes_and_new_states_then_answers(
+    harness: Harness, worker: FakeWorker
+) -> None:
+    # given: a process waiting for a message, and an RPC that sets an attribute and publishes it
+    worker.on(
+        "wait_until",
+        "A",
+        lambda _: (
+            200,
+            {
+                "commandRequest": {
+                    "interStateChannelCommands": [{"commandId": "v", "channelName": "verify"}]
+                }
+            },
+        ),
+    )
+    worker.on("execute", "A", complete("verified"))
+    worker.on("execute", "Audit", complete("audited"))
+
+    def verify(body: dict[str, Any]) -> tuple[int, Any]:
+        assert body["internalChannelInfos"] == {}
+        return 200, {
+            "output": value("done"),
+            "upsertDataAttributes": [{"key": "status", "value": value("verified")}],
+            "publishToInterStateChannel": [{"channelName": "verify"}],
+            "stateDecision": {
+                "nextStates": [{"stateId": "Audit", "stateOptions": {"skipWaitUntil": True}}]
+            },
+        }
+
+    worker.on("rpc", "verify", verify)
+    run_id = harness.start("wf", "A", stateOptions={})
+    harness.run()
+    # when
+    status, body = rpc(harness, "verify", "email")
+    # then: answered after one commit that holds all three changes
+    assert (status, body) == (200, {"output": value("done")})
+    execution = harness.engine.store.current("wf")
+    assert execution is not None and execution.data_attributes["status"].data == '"verified"'
+    assert (
+        set(execution.states) == {"A-1", "Audit-1"} and execution.states["A-1"].phase == "EXECUTE"
+    )
+    harness.run()
+    assert [e.kind for e in harness.history("wf", run_id)].count("RPC_COMMITTED") == 1
+    assert (
+        harness.api("/api/v1/workflow/get", {"workflowId": "wf"})[1]["workflowStatus"]
+        == "COMPLETED"
+    )
+
+
+def test_read_only_rpc_writes_nothing(harness: Harness, worker: FakeWorker) -> None:
+    worker.on("rpc", "peek", lambda _: (200, {"output": value("just looking")}))
+    harness.start("wf", "Idle")
+    before = harness.engine.store.current("wf")
+    assert rpc(harness, "peek")[0] == 200
+    assert harness.engine.store.current("wf") == before
+
+
+def test_worker_error_is_420_with_its_detail_and_changes_nothing(
+    harness: Harness, worker: FakeWorker
+) -> None:
+    worker.on("rpc", "boom", lambda _: (500, "WorkerExecutionError: no such order"))
+    harness.start("wf", "Idle")
+    before = harness.engine.store.current("wf")
+    status, body = rpc(harness, "boom")
+    assert status == 420 and body["subStatus"] == "WORKER_API_ERROR"
+    assert "no such order" in body["detail"]
+    assert harness.engine.store.current("wf") == before
+
+
+def test_rpc_on_a_closed_process_is_refused(harness: Harness, worker: FakeWorker) -> None:
+    harness.start("wf", "Idle")
+    harness.api("/api/v1/workflow/stop", {"workflowId": "wf"})
+    status, body = rpc(harness, "verify")
+    assert status == 400 and "takes no RPC" in body["detail"]
+    assert worker.calls[("rpc", "verify")] == 0
