@@ -67,8 +67,9 @@ def _retry(policy: RetryPolicy | None) -> Retry:
     return Retry(
         initial_interval=initial,
         backoff_coefficient=policy.backoff_coefficient or 2.0,
-        # iWF: the maximum interval defaults to 100 times the initial interval.
-        maximum_interval=float(policy.maximum_interval_seconds or 100 * initial),
+        # The iWF server fills in 100 s (service/common/retry/policy.go), whatever the
+        # initial interval; its IDL comment says "100x of initial interval".
+        maximum_interval=float(policy.maximum_interval_seconds or 100),
         maximum_attempts=policy.maximum_attempts or 0,
         maximum_duration=float(policy.maximum_attempts_duration_seconds or 0),
     )
