@@ -46,33 +46,38 @@ def _route(path: str, model: type[M], use_case: Callable[[Any, M], wire._Wire | 
     app.post(path)(handler)
 
 
-_route("/api/v1/workflow/start", wire.WorkflowStartRequest, processes.start)
-_route("/api/v1/workflow/get", wire.WorkflowGetRequest, processes.get)
-_route("/api/v1/workflow/getWithWait", wire.WorkflowGetRequest, processes.get_with_wait)
-_route("/api/v1/workflow/stop", wire.WorkflowStopRequest, processes.stop)
-_route(
-    "/api/v1/workflow/dataobjects/get",
-    wire.WorkflowGetDataObjectsRequest,
-    processes.get_data_objects,
-)
-_route(
-    "/api/v1/workflow/dataobjects/set",
-    wire.WorkflowSetDataObjectsRequest,
-    processes.set_data_objects,
-)
-_route("/api/v1/workflow/signal", wire.WorkflowSignalRequest, processes.signal)
-_route("/api/v1/workflow/rpc", wire.WorkflowRpcRequest, rpc.rpc)
-_route(
-    "/api/v1/workflow/publishToInternalChannel",
-    wire.PublishToInternalChannelRequest,
-    processes.publish_to_internal_channel,
-)
-_route("/api/v1/workflow/timer/skip", wire.WorkflowSkipTimerRequest, processes.skip_timer)
-_route(
-    "/api/v1/workflow/waitForStateCompletion",
-    wire.WorkflowWaitForStateCompletionRequest,
-    processes.wait_for_state_completion,
-)
+# The iWF server API: path, request model, use case.
+ROUTES: list[tuple[str, type[BaseModel], Callable[[Any, Any], wire._Wire | None]]] = [
+    ("/api/v1/workflow/start", wire.WorkflowStartRequest, processes.start),
+    ("/api/v1/workflow/get", wire.WorkflowGetRequest, processes.get),
+    ("/api/v1/workflow/getWithWait", wire.WorkflowGetRequest, processes.get_with_wait),
+    ("/api/v1/workflow/stop", wire.WorkflowStopRequest, processes.stop),
+    (
+        "/api/v1/workflow/dataobjects/get",
+        wire.WorkflowGetDataObjectsRequest,
+        processes.get_data_objects,
+    ),
+    (
+        "/api/v1/workflow/dataobjects/set",
+        wire.WorkflowSetDataObjectsRequest,
+        processes.set_data_objects,
+    ),
+    ("/api/v1/workflow/signal", wire.WorkflowSignalRequest, processes.signal),
+    (
+        "/api/v1/workflow/publishToInternalChannel",
+        wire.PublishToInternalChannelRequest,
+        processes.publish_to_internal_channel,
+    ),
+    ("/api/v1/workflow/timer/skip", wire.WorkflowSkipTimerRequest, processes.skip_timer),
+    (
+        "/api/v1/workflow/waitForStateCompletion",
+        wire.WorkflowWaitForStateCompletionRequest,
+        processes.wait_for_state_completion,
+    ),
+    ("/api/v1/workflow/rpc", wire.WorkflowRpcRequest, rpc.rpc),
+]
+for route in ROUTES:
+    _route(*route)
 
 
 @app.get("/info/healthcheck")
