@@ -24,6 +24,8 @@ def record_handler(record: SQSRecord) -> None:
 
 @logger.inject_lambda_context
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    # A processor per invocation: it holds per-batch state, and the local runtime runs
+    # invocations side by side in one process.
     return process_partial_response(
         event=event,
         record_handler=record_handler,

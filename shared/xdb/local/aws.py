@@ -83,14 +83,12 @@ class LocalAws:
     settings: Settings
     server_url: str
     stream_arn: str
-    dlq_url: str
     _mock: Any
     _server: ThreadedMotoServer
 
-    def client(self, service: str, *, via_server: bool = False) -> Any:
-        """A boto3 client on the embedded AWS (in-process unless ``via_server``)."""
-        url = self.server_url if via_server else None
-        return boto3.client(service, region_name=REGION, endpoint_url=url)  # type: ignore[call-overload]
+    def client(self, service: str) -> Any:
+        """A boto3 client on the embedded AWS, in this process."""
+        return boto3.client(service, region_name=REGION)  # type: ignore[call-overload]
 
     def schedule_pump(self, clock: Callable[[], float], stop: threading.Event) -> SchedulePump:
         """What fires the engine's schedules here (moto never does)."""
@@ -165,4 +163,4 @@ def start(*, server_port: int = 0, max_api_timeout: float = 60.0) -> LocalAws:
         scheduler_role_arn=f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:role/xdb-scheduler",
         queue_arn=queue_arn,
     )
-    return LocalAws(settings, server_url, table["LatestStreamArn"], dlq_url, mock, server)
+    return LocalAws(settings, server_url, table["LatestStreamArn"], mock, server)

@@ -70,13 +70,12 @@ def start(
 
     stop = threading.Event()
     sqs = local.client("sqs")
-    queue_arn = sqs.get_queue_attributes(QueueUrl=settings.queue_url, AttributeNames=["QueueArn"])[
-        "Attributes"
-    ]["QueueArn"]
     table_stream = local.stream()
     threads: list[threading.Thread] = [StreamPump(table_stream.read, stream, stop)]
     threads.append(
-        QueuePump(sqs, settings.queue_url, queue_arn, task, stop, concurrency=task_threads)
+        QueuePump(
+            sqs, settings.queue_url, settings.queue_arn or "", task, stop, concurrency=task_threads
+        )
     )
     threads.append(local.schedule_pump(time.time, stop))
     server = ApiServer(("127.0.0.1", port), api)
