@@ -119,3 +119,26 @@ def test_crash_in_stream_handler_after_enqueueing(harness: Harness, worker: Fake
     harness.deliver_stream(records)  # Lambda delivers the batch again
     harness.run()
     assert_completed_once_per_state(harness, run_id)
+
+
+def test_a_stale_snapshot_of_another_phase_never_calls_the_wrong_api(
+    harness: Harness, worker: FakeWorker
+) -> None:
+    # given: A's wait_until is committed, but this handler's remembered snapshot still
+    # shows A before it (as in a Lambda container that did not make that commit)
+    worker.on("wait_until", "A", lambda _: (200, {"commandRequest": {}}))
+    worker.on("execute", "A", complete("done"))
+    harness.start("wf", "A", stateOptions={})
+    stale = harness.engine.store.current("wf")
+    harness.deliver_stream(harness.stream_records())
+    messages = harness.receive()
+    harness.deliver_tasks(messages)
+    harness.ack(messages)
+    harness.engine.store._recent["wf"] = stale  # type: ignore[index]
+    # when: the execute task arrives
+    harness.run()
+    # then: execute ran once, wait_until was not called again
+    assert worker.calls[("wait_until", "A")] == 1
+    assert worker.calls[("execute", "A")] == 1
+    _status, body = harness.api("/api/v1/workflow/get", {"workflowId": "wf"})
+    assert body["workflowStatus"] == "COMPLETED"

@@ -29,6 +29,7 @@ def tasks_for(old: Execution | None, new: Execution) -> list[Task]:
                         run_id=new.run_id,
                         state_execution_id=state.id,
                         attempt=state.attempt,
+                        phase=state.phase,
                         due_at=state.next_call_at or 0.0,
                     )
                 )

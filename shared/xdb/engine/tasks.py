@@ -112,6 +112,8 @@ def _due_state(execution: Execution | None, task: Task) -> StateExecution | None
     state = execution.states.get(task.state_execution_id or "")
     if state is None or state.attempt != task.attempt or state.phase is Phase.WAITING:
         return None
+    if task.phase is not None and state.phase is not task.phase:
+        return None
     return state
 
 

@@ -11,6 +11,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from xdb.model.execution import Phase
+
 
 class TaskKind(StrEnum):
     STATE = "state"  # call the worker for a state execution's current phase
@@ -27,6 +29,9 @@ class Task(BaseModel):
     due_at: float
     state_execution_id: str | None = None
     attempt: int | None = None
+    # Which worker call a state task is for: a snapshot at the same attempt but another
+    # phase (a stale read, a late duplicate) must not make the handler call the other API.
+    phase: Phase | None = None
     timer_index: int | None = None
 
     @property
