@@ -11,6 +11,7 @@ from iwf.tests.test_conditional_complete import *  # noqa: F403
 from iwf.tests.test_describe_workflow import *  # noqa: F403
 from iwf.tests.test_empty_data_decodes_properly import *  # noqa: F403
 from iwf.tests.test_internal_channel import *  # noqa: F403
+from iwf.tests.test_internal_channel_with_no_prefix_channel import *  # noqa: F403
 from iwf.tests.test_persistence_data_attributes import *  # noqa: F403
 from iwf.tests.test_rpc import *  # noqa: F403
 from iwf.tests.test_signal import *  # noqa: F403

@@ -54,6 +54,19 @@ def test_malformed_answer_exhausts_attempts_and_fails_the_process(
     assert "malformed JSON" in body["errorMessage"]
 
 
+def test_retry_that_would_land_after_the_process_timeout_fails_the_state_now(
+    harness: Harness, worker: FakeWorker
+) -> None:
+    answer = flaky(100, complete("never"))
+    worker.on("execute", "A", answer)
+    harness.start("wf", workflowTimeoutSeconds=5, **options())
+    harness.run()
+    body = get(harness)
+    # Retries at +1 s and +2 s fit in the 5 s timeout; the next (+4 s) would not.
+    assert answer.attempts == [1, 2, 3]
+    assert body["workflowStatus"] == "FAILED" and "failure 3" in body["errorMessage"]
+
+
 def test_answer_outside_the_protocol_is_a_failed_attempt(
     harness: Harness, worker: FakeWorker
 ) -> None:

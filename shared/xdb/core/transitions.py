@@ -171,6 +171,10 @@ def on_api_failure(
         first_attempt_at=current.first_attempt_at,
         now=now,
     )
+    if at is not None and execution.timeout_at is not None and at >= execution.timeout_at:
+        # As Temporal bounds an activity's retries by the workflow's timeout: a retry that
+        # could only happen after the process times out fails the state now, with its error.
+        at = None
     nxt = next_version(execution)
     state = nxt.states[state_execution_id]
     if at is not None:
