@@ -1,24 +1,28 @@
 """The iwf-python-sdk's own bundled integration tests, run unchanged against XDB.
 
-Each import below brings one of the SDK's test files (``iwf/tests/test_*.py``) into this
-module, so pytest runs its test cases here. The files of the SDK's suite that XDB does
-not pass yet are listed in docs/iwf-compatibility.md, with the issue that adds them.
+Every test file of the SDK's suite (``iwf/tests/test_*.py``) is imported and its test
+classes are published here under the file's name, so pytest runs all of them: several
+files reuse a class name (``TestWorkflowErrors``, ``TestConditionalComplete``,
+``TestRpcWithMemo``), which a star import would silently shadow.
 """
 
-from iwf.tests.test_abnormal_exit_workflow import *  # noqa: F403
-from iwf.tests.test_basic_workflow import *  # noqa: F403
-from iwf.tests.test_conditional_complete import *  # noqa: F403
-from iwf.tests.test_describe_workflow import *  # noqa: F403
-from iwf.tests.test_empty_data_decodes_properly import *  # noqa: F403
-from iwf.tests.test_internal_channel import *  # noqa: F403
-from iwf.tests.test_internal_channel_with_no_prefix_channel import *  # noqa: F403
-from iwf.tests.test_persistence_data_attributes import *  # noqa: F403
-from iwf.tests.test_rpc import *  # noqa: F403
-from iwf.tests.test_signal import *  # noqa: F403
-from iwf.tests.test_skip_wait_until import *  # noqa: F403
-from iwf.tests.test_state_failure_recovery import *  # noqa: F403
-from iwf.tests.test_timer import *  # noqa: F403
-from iwf.tests.test_wait_for_state_execution_completion import *  # noqa: F403
-from iwf.tests.test_workflow_errors import *  # noqa: F403
-from iwf.tests.test_workflow_state_options import *  # noqa: F403
-from iwf.tests.test_workflow_state_options_override import *  # noqa: F403
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import unittest
+
+import iwf.tests
+
+SDK_TEST_FILES = sorted(
+    module.name
+    for module in pkgutil.iter_modules(iwf.tests.__path__)
+    if module.name.startswith("test_")
+)
+
+for _name in SDK_TEST_FILES:
+    _module = importlib.import_module(f"iwf.tests.{_name}")
+    for _class_name, _case in inspect.getmembers(_module, inspect.isclass):
+        if issubclass(_case, unittest.TestCase) and _case.__module__ == _module.__name__:
+            globals()[f"Test_{_name[5:]}__{_class_name}"] = _case

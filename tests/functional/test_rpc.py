@@ -88,9 +88,19 @@ def test_worker_error_is_420_with_its_detail_and_changes_nothing(
     assert harness.engine.store.current("wf") == before
 
 
-def test_rpc_on_a_closed_process_is_refused(harness: Harness, worker: FakeWorker) -> None:
+def test_a_closed_process_answers_read_only_rpcs_and_refuses_writes(
+    harness: Harness, worker: FakeWorker
+) -> None:
+    worker.on("rpc", "peek", lambda _: (200, {"output": value("seen")}))
+    worker.on(
+        "rpc",
+        "verify",
+        lambda _: (200, {"upsertDataAttributes": [{"key": "s", "value": value("v")}]}),
+    )
     harness.start("wf", "Idle")
     harness.api("/api/v1/workflow/stop", {"workflowId": "wf"})
+    before = harness.engine.store.current("wf")
+    assert rpc(harness, "peek") == (200, {"output": value("seen")})
     status, body = rpc(harness, "verify")
-    assert status == 400 and "takes no RPC" in body["detail"]
-    assert worker.calls[("rpc", "verify")] == 0
+    assert status == 400 and "takes no more changes" in body["detail"]
+    assert harness.engine.store.current("wf") == before

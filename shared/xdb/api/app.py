@@ -62,6 +62,16 @@ ROUTES: list[tuple[str, type[BaseModel], Callable[[Any, Any], wire._Wire | None]
         wire.WorkflowSetDataObjectsRequest,
         processes.set_data_objects,
     ),
+    (
+        "/api/v1/workflow/searchattributes/get",
+        wire.WorkflowGetSearchAttributesRequest,
+        processes.get_search_attributes,
+    ),
+    (
+        "/api/v1/workflow/searchattributes/set",
+        wire.WorkflowSetSearchAttributesRequest,
+        processes.set_search_attributes,
+    ),
     ("/api/v1/workflow/signal", wire.WorkflowSignalRequest, processes.signal),
     (
         "/api/v1/workflow/publishToInternalChannel",

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xdb.core import channels
+from xdb.core import channels, search_attributes
 from xdb.core import options as state_options
 from xdb.core.errors import BadRequest, InvalidWorkerAnswer, ProcessAlreadyStarted
+from xdb.core.persistence import apply_writes
 from xdb.core.snapshot import (
     RESERVED_PREFIX,
     begin_state,
@@ -26,6 +27,7 @@ from xdb.model.wire import (
     IdReusePolicy,
     InterStateChannelPublishing,
     KeyValue,
+    SearchAttribute,
     WorkflowErrorType,
     WorkflowStopType,
     WorkflowWorkerRpcResponse,
@@ -46,6 +48,7 @@ class StartSpec:
     input: EncodedObject | None
     options: StateOptions
     data_attributes: dict[str, EncodedObject] = field(default_factory=dict)
+    search_attributes: list[SearchAttribute] = field(default_factory=list)
     reuse_policy: IdReusePolicy = IdReusePolicy.ALLOW_IF_NO_RUNNING
     request_id: str | None = None
     ignore_already_started: bool = False
@@ -98,6 +101,7 @@ def start(spec: StartSpec, *, current: Execution | None, run_id: str, now: float
         wait_for_state_execution_ids=list(spec.wait_for_state_execution_ids),
         events=[Event(at=now, kind=EventKind.PROCESS_STARTED, detail=spec.workflow_type)],
     )
+    search_attributes.upsert(execution.search_attributes, spec.search_attributes)
     if spec.start_state_id:
         first = begin_state(execution, spec.start_state_id, spec.input, spec.options, now)
         if spec.start_delay_seconds:
@@ -199,6 +203,17 @@ def stop(
     return nxt
 
 
+def set_search_attributes(
+    execution: Execution, values: list[SearchAttribute], *, now: float
+) -> Execution:
+    """Upsert search attributes from a client."""
+    require_running(execution)
+    nxt = next_version(execution)
+    keys = search_attributes.upsert(nxt.search_attributes, values)
+    nxt.events.append(Event(at=now, kind=EventKind.SEARCH_ATTRIBUTES_SET, detail=", ".join(keys)))
+    return nxt
+
+
 def set_data_attributes(execution: Execution, objects: list[KeyValue], *, now: float) -> Execution:
     """Upsert data attributes from a client."""
     require_running(execution)
@@ -213,14 +228,28 @@ def on_rpc_answer(
     execution: Execution, answer: WorkflowWorkerRpcResponse, *, now: float, max_api_timeout: float
 ) -> Execution | None:
     """Commit what an RPC returned: attribute upserts, publishes and states to start, in one
-    write. None when it changed nothing (a read-only RPC needs no write)."""
-    require_running(execution)
+    write. None when it changed nothing (a read-only RPC needs no write, and may run
+    after the process closed)."""
     movements = answer.state_decision.next_states if answer.state_decision else None
-    if not (answer.upsert_data_attributes or answer.publish_to_inter_state_channel or movements):
+    writes = (
+        answer.upsert_data_attributes,
+        answer.upsert_search_attributes,
+        answer.publish_to_inter_state_channel,
+        answer.record_events,
+        movements,
+    )
+    if not any(writes):
         return None
+    require_running(execution)
     nxt = next_version(execution)
-    upsert(nxt.data_attributes, answer.upsert_data_attributes)
-    publish(nxt, answer.publish_to_inter_state_channel)
+    apply_writes(
+        nxt,
+        data=answer.upsert_data_attributes,
+        search=answer.upsert_search_attributes,
+        publishes=answer.publish_to_inter_state_channel,
+        records=answer.record_events,
+        now=now,
+    )
     for movement in movements or []:
         if movement.state_id.startswith(RESERVED_PREFIX):
             raise InvalidWorkerAnswer(f"an RPC can start states, not {movement.state_id!r}")
@@ -237,6 +266,7 @@ def on_rpc_answer(
 
 def _rpc_changes(answer: WorkflowWorkerRpcResponse) -> list[str]:
     changes = [f"set {kv.key}" for kv in answer.upsert_data_attributes or []]
+    changes += [f"set {sa.key}" for sa in answer.upsert_search_attributes or []]
     changes += [f"publish {p.channel_name}" for p in answer.publish_to_inter_state_channel or []]
     if answer.state_decision:
         changes += [f"start {m.state_id}" for m in answer.state_decision.next_states or []]

@@ -6,6 +6,8 @@ The iWF IDL carries two generations of names (``start``/``decide`` and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from xdb.model.execution import Execution, Loading, Retry, StateOptions
 from xdb.model.wire import (
     ExecuteApiFailurePolicy,
@@ -13,6 +15,7 @@ from xdb.model.wire import (
     PersistenceLoadingPolicy,
     PersistenceLoadingType,
     RetryPolicy,
+    SearchAttribute,
     WaitUntilApiFailurePolicy,
     WorkflowStateOptions,
 )
@@ -43,6 +46,14 @@ def resolve(wire: WorkflowStateOptions | None, *, max_api_timeout: float) -> Sta
         execute_retry=_retry(wire.execute_api_retry_policy or wire.decide_api_retry_policy),
         wait_until_loading=loading(wire.wait_until_api_data_attributes_loading_policy or general),
         execute_loading=loading(wire.execute_api_data_attributes_loading_policy or general),
+        wait_until_search_loading=loading(
+            wire.wait_until_api_search_attributes_loading_policy
+            or wire.search_attributes_loading_policy
+        ),
+        execute_search_loading=loading(
+            wire.execute_api_search_attributes_loading_policy
+            or wire.search_attributes_loading_policy
+        ),
         proceed_on_wait_until_failure=(
             wire.wait_until_api_failure_policy is WaitUntilApiFailurePolicy.PROCEED_ON_FAILURE
             or wire.start_api_failure_policy == "PROCEED_TO_DECIDE_ON_START_API_FAILURE"
@@ -79,26 +90,38 @@ def loading(policy: PersistenceLoadingPolicy | None) -> Loading:
     """A loading policy with defaults filled in (load all, no locking)."""
     if policy is None or policy.persistence_loading_type is None:
         return Loading()
+    locking = policy.persistence_loading_type in (
+        PersistenceLoadingType.LOAD_PARTIAL_WITH_EXCLUSIVE_LOCK,
+        PersistenceLoadingType.LOAD_ALL_WITH_PARTIAL_LOCK,
+    )
     return Loading(
         type=policy.persistence_loading_type,
         keys=policy.partial_loading_keys or [],
         keys_are_prefixes=bool(policy.use_key_as_prefix),
+        locking_keys=(policy.locking_keys or []) if locking else [],
     )
 
 
 def loaded_attributes(execution: Execution, policy: Loading) -> list[KeyValue]:
-    """The data attributes a worker call sees, per its loading policy. (Locking policies
-    load like their non-locking forms: locking comes with the RPC issue.)"""
+    """The data attributes a worker call sees, per its loading policy."""
     attributes = execution.data_attributes
+    return [KeyValue(key=k, value=attributes[k]) for k in _keys(attributes, policy)]
+
+
+def loaded_search_attributes(execution: Execution, policy: Loading) -> list[SearchAttribute]:
+    """The search attributes a worker call sees, per its loading policy."""
+    attributes = execution.search_attributes
+    return [attributes[k] for k in _keys(attributes, policy)]
+
+
+def _keys(attributes: Mapping[str, object], policy: Loading) -> list[str]:
     if policy.type is PersistenceLoadingType.LOAD_NONE:
         return []
-    keys = list(attributes)
     if policy.type in (
         PersistenceLoadingType.LOAD_PARTIAL_WITHOUT_LOCKING,
         PersistenceLoadingType.LOAD_PARTIAL_WITH_EXCLUSIVE_LOCK,
     ):
         if policy.keys_are_prefixes:
-            keys = [k for k in keys if any(k.startswith(p) for p in policy.keys)]
-        else:
-            keys = [k for k in policy.keys if k in attributes]
-    return [KeyValue(key=k, value=attributes[k]) for k in keys]
+            return [k for k in attributes if any(k.startswith(p) for p in policy.keys)]
+        return [k for k in policy.keys if k in attributes]
+    return list(attributes)

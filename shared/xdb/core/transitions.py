@@ -13,8 +13,9 @@ from xdb.core import waiting as waits
 from xdb.core.errors import (
     InvalidWorkerAnswer,
 )
+from xdb.core.persistence import apply_writes
 from xdb.core.retry import next_attempt_at
-from xdb.core.snapshot import RESERVED_PREFIX, begin_state, close, next_version, publish, upsert
+from xdb.core.snapshot import RESERVED_PREFIX, begin_state, close, next_version
 from xdb.model.execution import (
     Api,
     Completion,
@@ -57,8 +58,15 @@ def on_wait_until(
     waiting = waits.from_request(answer.command_request, now=now)
     nxt = next_version(execution)
     state = nxt.states[state_execution_id]
-    upsert(nxt.data_attributes, answer.upsert_data_objects)
-    publish(nxt, answer.publish_to_inter_state_channel)
+    apply_writes(
+        nxt,
+        data=answer.upsert_data_objects,
+        search=answer.upsert_search_attributes,
+        publishes=answer.publish_to_inter_state_channel,
+        records=answer.record_events,
+        now=now,
+        state_execution_id=state.id,
+    )
     state.locals = _merge(state.locals, answer.upsert_state_locals)
     state.waiting = waiting
     state.phase = Phase.WAITING
@@ -92,8 +100,15 @@ def on_execute(
     decision = answer.state_decision or StateDecision()
     nxt = next_version(execution)
     state = nxt.states.pop(state_execution_id)
-    upsert(nxt.data_attributes, answer.upsert_data_objects)
-    publish(nxt, answer.publish_to_inter_state_channel)
+    apply_writes(
+        nxt,
+        data=answer.upsert_data_objects,
+        search=answer.upsert_search_attributes,
+        publishes=answer.publish_to_inter_state_channel,
+        records=answer.record_events,
+        now=now,
+        state_execution_id=state.id,
+    )
     movements = _movements(nxt, decision)
     nxt.events.append(
         Event(
@@ -141,16 +156,23 @@ def _movements(execution: Execution, decision: StateDecision) -> list[StateMovem
 def _record_completion(
     execution: Execution, state: StateExecution, output: EncodedObject | None
 ) -> None:
-    """Keep the output of a state execution that waitForStateCompletion may ask for."""
-    keys = []
-    if state.id in execution.wait_for_state_execution_ids:
-        keys.append(state.id)
-    if state.wait_for_key is not None and state.state_id in execution.wait_for_state_ids:
-        keys.append(wait_for_key(state.state_id, state.wait_for_key))
-    for key in keys:
-        execution.state_completions[key] = Completion(
-            state_id=state.state_id, state_execution_id=state.id, output=output
-        )
+    """Keep the output of a state execution that waitForStateCompletion may ask for.
+
+    As in iWF: a state execution declared at start, or any execution of a state id declared
+    at start, is kept under its wait-for key when its movement gave one, else under its
+    state execution id.
+    """
+    if (
+        state.id not in execution.wait_for_state_execution_ids
+        and state.state_id not in execution.wait_for_state_ids
+    ):
+        return
+    key = state.id
+    if state.wait_for_key:
+        key = wait_for_key(state.state_id, state.wait_for_key)
+    execution.state_completions[key] = Completion(
+        state_id=state.state_id, state_execution_id=state.id, output=output
+    )
 
 
 def wait_for_key(state_id: str, key: str) -> str:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from xdb.core import commands, transitions
+from xdb.core import commands, search_attributes, transitions
 from xdb.core import options as state_options
 from xdb.core.errors import (
     BadRequest,
@@ -31,7 +31,10 @@ from xdb.model.wire import (
     WorkflowGetDataObjectsResponse,
     WorkflowGetRequest,
     WorkflowGetResponse,
+    WorkflowGetSearchAttributesRequest,
+    WorkflowGetSearchAttributesResponse,
     WorkflowSetDataObjectsRequest,
+    WorkflowSetSearchAttributesRequest,
     WorkflowSignalRequest,
     WorkflowSkipTimerRequest,
     WorkflowStartRequest,
@@ -76,7 +79,6 @@ def _start_spec(engine: Engine, request: WorkflowStartRequest) -> commands.Start
         for name, value in (
             ("cronSchedule", options.cron_schedule),
             ("retryPolicy", options.retry_policy),
-            ("searchAttributes", options.search_attributes),
             ("workflowIDReusePolicy", options.workflow_id_reuse_policy),
         ):
             if value:
@@ -100,6 +102,7 @@ def _start_spec(engine: Engine, request: WorkflowStartRequest) -> commands.Start
             request.state_options, max_api_timeout=engine.settings.max_api_timeout
         ),
         data_attributes={kv.key: kv.value for kv in initial if kv.value is not None},
+        search_attributes=(options.search_attributes if options else None) or [],
         reuse_policy=(options.id_reuse_policy if options else None)
         or IdReusePolicy.ALLOW_IF_NO_RUNNING,
         request_id=already.request_id if already else None,
@@ -132,20 +135,23 @@ def wait_for_state_completion(
 ) -> WorkflowWaitForStateCompletionResponse:
     """Wait until a state execution declared at start completes; answer its output."""
     if request.state_execution_id:
-        key, declared = request.state_execution_id, "waitForCompletionStateExecutionIds"
+        key = request.state_execution_id
+        state_id = key.rsplit("-", 1)[0]
     elif request.state_id and request.wait_for_key:
-        key, declared = (
-            transitions.wait_for_key(request.state_id, request.wait_for_key),
-            "waitForCompletionStateIds",
-        )
+        key = transitions.wait_for_key(request.state_id, request.wait_for_key)
+        state_id = request.state_id
     else:
         raise BadRequest("give stateExecutionId, or stateId and waitForKey")
 
     def completed(execution: Execution) -> WorkflowWaitForStateCompletionResponse | None:
-        if request.state_execution_id not in execution.wait_for_state_execution_ids and (
-            request.state_id not in execution.wait_for_state_ids
+        if (
+            key not in execution.wait_for_state_execution_ids
+            and state_id not in execution.wait_for_state_ids
         ):
-            raise BadRequest(f"{key!r} was not declared in {declared} when the process started")
+            raise BadRequest(
+                f"{key!r} was not declared when the process started (in "
+                "waitForCompletionStateExecutionIds, or its state id in waitForCompletionStateIds)"
+            )
         done = execution.state_completions.get(key)
         if done is not None:
             return WorkflowWaitForStateCompletionResponse(state_completion_output=_output(done))
@@ -282,6 +288,25 @@ def set_data_objects(engine: Engine, request: WorkflowSetDataObjectsRequest) -> 
         request.workflow_id,
         request.workflow_run_id,
         lambda e, now: commands.set_data_attributes(e, objects, now=now),
+    )
+
+
+def get_search_attributes(
+    engine: Engine, request: WorkflowGetSearchAttributesRequest
+) -> WorkflowGetSearchAttributesResponse:
+    execution = load(engine, request.workflow_id, request.workflow_run_id)
+    return WorkflowGetSearchAttributesResponse(
+        search_attributes=search_attributes.select(execution.search_attributes, request.keys)
+    )
+
+
+def set_search_attributes(engine: Engine, request: WorkflowSetSearchAttributesRequest) -> None:
+    values = request.search_attributes or []
+    _change(
+        engine,
+        request.workflow_id,
+        request.workflow_run_id,
+        lambda e, now: commands.set_search_attributes(e, values, now=now),
     )
 
 

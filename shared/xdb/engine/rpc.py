@@ -11,7 +11,7 @@ from __future__ import annotations
 from xdb.aws.worker_client import RPC_PATH
 from xdb.core import commands
 from xdb.core import options as state_options
-from xdb.core.errors import InvalidWorkerAnswer, ProcessClosed
+from xdb.core.errors import InvalidWorkerAnswer
 from xdb.engine.commit import commit, load
 from xdb.engine.runtime import Engine
 from xdb.model.execution import Execution, Message
@@ -28,12 +28,9 @@ DEFAULT_TIMEOUT_SECONDS = 10
 
 
 def rpc(engine: Engine, request: WorkflowRpcRequest) -> WorkflowRpcResponse:
+    # A closed process still answers read-only RPCs (as in iWF); one that writes is refused
+    # when its answer is committed.
     execution = load(engine, request.workflow_id, request.workflow_run_id)
-    if execution.status.closed:
-        raise ProcessClosed(
-            f"process {execution.workflow_id!r} is {execution.status}: it takes no RPC",
-            workflow_id=execution.workflow_id,
-        )
     call = WorkflowWorkerRpcRequest(
         context=Context(
             workflow_id=execution.workflow_id,
@@ -43,6 +40,9 @@ def rpc(engine: Engine, request: WorkflowRpcRequest) -> WorkflowRpcResponse:
         workflow_type=execution.workflow_type,
         rpc_name=request.rpc_name,
         input=request.input,
+        search_attributes=state_options.loaded_search_attributes(
+            execution, state_options.loading(request.search_attributes_loading_policy)
+        ),
         data_attributes=state_options.loaded_attributes(
             execution, state_options.loading(request.data_attributes_loading_policy)
         ),

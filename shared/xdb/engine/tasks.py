@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from xdb.aws.worker_client import EXECUTE_PATH, WAIT_UNTIL_PATH
 from xdb.core import transitions
 from xdb.core.errors import InvalidWorkerAnswer, PayloadTooLarge, WorkerCallFailed
-from xdb.core.options import loaded_attributes
+from xdb.core.options import loaded_attributes, loaded_search_attributes
 from xdb.engine.commit import commit
 from xdb.engine.runtime import Engine
 from xdb.model.execution import Api, Execution, Phase, StateExecution
@@ -151,6 +151,7 @@ def _call_worker(
         attempt=state.attempt,
     )
     attributes = loaded_attributes(execution, state.options.loading(state.api))
+    search = loaded_search_attributes(execution, state.options.search_loading(state.api))
     timeout = state.options.timeout(state.api)
     if state.api is Api.WAIT_UNTIL:
         request = WorkflowStateWaitUntilRequest(
@@ -158,6 +159,7 @@ def _call_worker(
             workflow_type=execution.workflow_type,
             workflow_state_id=state.state_id,
             state_input=state.input,
+            search_attributes=search,
             data_objects=attributes,
         )
         answer = engine.worker.post(
@@ -169,6 +171,7 @@ def _call_worker(
         workflow_type=execution.workflow_type,
         workflow_state_id=state.state_id,
         state_input=state.input,
+        search_attributes=search,
         data_objects=attributes,
         state_locals=state.locals,
         command_results=command_results(state),

@@ -13,7 +13,13 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from xdb.model.wire import CommandWaitingType, EncodedObject, KeyValue, PersistenceLoadingType
+from xdb.model.wire import (
+    CommandWaitingType,
+    EncodedObject,
+    KeyValue,
+    PersistenceLoadingType,
+    SearchAttribute,
+)
 
 
 class Domain(BaseModel):
@@ -60,6 +66,8 @@ class Loading(Domain):
     type: PersistenceLoadingType = PersistenceLoadingType.LOAD_ALL_WITHOUT_LOCKING
     keys: list[str] = []
     keys_are_prefixes: bool = False
+    # Keys whose values must not change between the worker call and its commit.
+    locking_keys: list[str] = []
 
 
 class StateOptions(Domain):
@@ -72,6 +80,8 @@ class StateOptions(Domain):
     execute_retry: Retry = Retry()
     wait_until_loading: Loading = Loading()
     execute_loading: Loading = Loading()
+    wait_until_search_loading: Loading = Loading()
+    execute_search_loading: Loading = Loading()
     # When wait_until runs out of attempts: proceed to execute (True) or fail the process.
     proceed_on_wait_until_failure: bool = False
     # When execute runs out of attempts: go to this state with the same input, or fail.
@@ -86,6 +96,11 @@ class StateOptions(Domain):
 
     def loading(self, api: Api) -> Loading:
         return self.wait_until_loading if api is Api.WAIT_UNTIL else self.execute_loading
+
+    def search_loading(self, api: Api) -> Loading:
+        if api is Api.WAIT_UNTIL:
+            return self.wait_until_search_loading
+        return self.execute_search_loading
 
 
 class Timer(Domain):
@@ -158,6 +173,9 @@ class EventKind(StrEnum):
     TIMER_SKIPPED = "TIMER_SKIPPED"
     RPC_COMMITTED = "RPC_COMMITTED"
     DATA_ATTRIBUTES_SET = "DATA_ATTRIBUTES_SET"
+    SEARCH_ATTRIBUTES_SET = "SEARCH_ATTRIBUTES_SET"
+    # An event the worker asked to record (iWF's recordEvents).
+    RECORDED = "RECORDED"
     PROCESS_CLOSED = "PROCESS_CLOSED"
 
 
@@ -182,6 +200,7 @@ class Execution(Domain):
     closed_at: float | None = None
     request_id: str | None = None
     data_attributes: dict[str, EncodedObject] = {}
+    search_attributes: dict[str, SearchAttribute] = {}
     # The last execution number used per state id: the next one is "<stateId>-<n+1>".
     counters: dict[str, int] = {}
     states: dict[str, StateExecution] = {}

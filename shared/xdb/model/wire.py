@@ -58,6 +58,34 @@ class KeyValue(Tolerant):
     value: EncodedObject | None = None
 
 
+class SearchAttributeValueType(StrEnum):
+    KEYWORD = "KEYWORD"
+    TEXT = "TEXT"
+    DATETIME = "DATETIME"
+    INT = "INT"
+    DOUBLE = "DOUBLE"
+    BOOL = "BOOL"
+    KEYWORD_ARRAY = "KEYWORD_ARRAY"
+
+
+class SearchAttribute(Tolerant):
+    """A typed, indexed value. Which field holds it depends on ``value_type``;
+    :mod:`xdb.core.search_attributes` checks that they agree."""
+
+    key: str = Field(min_length=1)
+    value_type: SearchAttributeValueType | None = None
+    string_value: str | None = None
+    integer_value: int | None = None
+    double_value: float | None = None
+    bool_value: bool | None = None
+    string_array_value: list[str] | None = None
+
+
+class SearchAttributeKeyAndType(Tolerant):
+    key: str = Field(min_length=1)
+    value_type: SearchAttributeValueType | None = None
+
+
 class RetryPolicy(Tolerant):
     initial_interval_seconds: int | None = Field(default=None, ge=0)
     backoff_coefficient: float | None = Field(default=None, ge=1)
@@ -139,7 +167,7 @@ class WorkflowStartOptions(Tolerant):
     cron_schedule: str | None = None
     workflow_start_delay_seconds: int | None = Field(default=None, ge=0)
     retry_policy: dict[str, Any] | None = None
-    search_attributes: list[dict[str, Any]] | None = None
+    search_attributes: list[SearchAttribute] | None = None
     data_attributes: list[KeyValue] | None = None
     workflow_config_override: dict[str, Any] | None = None
     use_memo_for_data_attributes: bool | None = None
@@ -276,11 +304,68 @@ class WorkflowRpcRequest(Inbound):
     data_attributes_loading_policy: PersistenceLoadingPolicy | None = None
     timeout_seconds: int | None = Field(default=None, ge=0)
     use_memo_for_data_attributes: bool | None = None
-    search_attributes: list[dict[str, Any]] | None = None
+    search_attributes: list[SearchAttributeKeyAndType] | None = None
 
 
 class WorkflowRpcResponse(_Wire):
     output: EncodedObject | None = None
+
+
+class WorkflowGetSearchAttributesRequest(Inbound):
+    workflow_id: str = Field(min_length=1)
+    workflow_run_id: str | None = None
+    keys: list[SearchAttributeKeyAndType] | None = None
+
+
+class WorkflowGetSearchAttributesResponse(_Wire):
+    search_attributes: list[SearchAttribute]
+
+
+class WorkflowSetSearchAttributesRequest(Inbound):
+    workflow_id: str = Field(min_length=1)
+    workflow_run_id: str | None = None
+    search_attributes: list[SearchAttribute] | None = None
+
+
+class WorkflowSearchRequest(Inbound):
+    query: str = Field(min_length=1, max_length=4096)
+    page_size: int | None = Field(default=None, ge=1, le=1000)
+    next_page_token: str | None = None
+
+
+class WorkflowSearchResponseEntry(_Wire):
+    workflow_id: str
+    workflow_run_id: str
+
+
+class WorkflowSearchResponse(_Wire):
+    workflow_executions: list[WorkflowSearchResponseEntry]
+    next_page_token: str | None = None
+
+
+class WorkflowResetType(StrEnum):
+    HISTORY_EVENT_ID = "HISTORY_EVENT_ID"
+    BEGINNING = "BEGINNING"
+    HISTORY_EVENT_TIME = "HISTORY_EVENT_TIME"
+    STATE_ID = "STATE_ID"
+    STATE_EXECUTION_ID = "STATE_EXECUTION_ID"
+
+
+class WorkflowResetRequest(Inbound):
+    workflow_id: str = Field(min_length=1)
+    workflow_run_id: str | None = None
+    reset_type: WorkflowResetType
+    history_event_id: int | None = None
+    reason: str | None = None
+    history_event_time: str | None = None
+    state_id: str | None = None
+    state_execution_id: str | None = None
+    skip_signal_reapply: bool | None = None
+    skip_update_reapply: bool | None = None
+
+
+class WorkflowResetResponse(_Wire):
+    workflow_run_id: str
 
 
 class ErrorSubStatus(StrEnum):
@@ -419,12 +504,12 @@ class WorkflowStateWaitUntilRequest(_Wire):
     workflow_type: str
     workflow_state_id: str
     state_input: EncodedObject | None = None
-    search_attributes: list[dict[str, Any]] = []
+    search_attributes: list[SearchAttribute] = []
     data_objects: list[KeyValue] = []
 
 
 class WorkflowStateWaitUntilResponse(Tolerant):
-    upsert_search_attributes: list[dict[str, Any]] | None = None
+    upsert_search_attributes: list[SearchAttribute] | None = None
     upsert_data_objects: list[KeyValue] | None = None
     command_request: CommandRequest | None = None
     upsert_state_locals: list[KeyValue] | None = None
@@ -437,7 +522,7 @@ class WorkflowStateExecuteRequest(_Wire):
     workflow_type: str
     workflow_state_id: str
     state_input: EncodedObject | None = None
-    search_attributes: list[dict[str, Any]] = []
+    search_attributes: list[SearchAttribute] = []
     # The IDL spells this one with a capital D; the SDKs read it that way.
     data_objects: list[KeyValue] = Field(default=[], alias="DataObjects")
     state_locals: list[KeyValue] = []
@@ -446,7 +531,7 @@ class WorkflowStateExecuteRequest(_Wire):
 
 class WorkflowStateExecuteResponse(Tolerant):
     state_decision: StateDecision | None = None
-    upsert_search_attributes: list[dict[str, Any]] | None = None
+    upsert_search_attributes: list[SearchAttribute] | None = None
     upsert_data_objects: list[KeyValue] | None = None
     record_events: list[KeyValue] | None = None
     upsert_state_locals: list[KeyValue] | None = None
@@ -467,7 +552,7 @@ class WorkflowWorkerRpcRequest(_Wire):
     workflow_type: str
     rpc_name: str
     input: EncodedObject | None = None
-    search_attributes: list[dict[str, Any]] = []
+    search_attributes: list[SearchAttribute] = []
     data_attributes: list[KeyValue] = []
     signal_channel_infos: dict[str, ChannelInfo] = {}
     internal_channel_infos: dict[str, ChannelInfo] = {}
@@ -476,7 +561,7 @@ class WorkflowWorkerRpcRequest(_Wire):
 class WorkflowWorkerRpcResponse(Tolerant):
     output: EncodedObject | None = None
     state_decision: StateDecision | None = None
-    upsert_search_attributes: list[dict[str, Any]] | None = None
+    upsert_search_attributes: list[SearchAttribute] | None = None
     upsert_data_attributes: list[KeyValue] | None = None
     record_events: list[KeyValue] | None = None
     upsert_state_locals: list[KeyValue] | None = None

@@ -1,0 +1,45 @@
+"""What a worker answer writes besides its decision: attributes, messages, recorded events.
+
+State APIs and RPCs answer with the same kinds of writes; they are applied here, in the
+transition that commits the answer, so they land in the same write as the decision.
+"""
+
+from __future__ import annotations
+
+from xdb.core import search_attributes
+from xdb.core.errors import BadRequest, InvalidWorkerAnswer
+from xdb.core.snapshot import publish, upsert
+from xdb.model.execution import Event, EventKind, Execution
+from xdb.model.wire import InterStateChannelPublishing, KeyValue, SearchAttribute
+
+# A recorded event is for people reading the history: keep each one short.
+MAX_RECORDED_CHARS = 2_000
+
+
+def apply_writes(
+    execution: Execution,
+    *,
+    data: list[KeyValue] | None,
+    search: list[SearchAttribute] | None,
+    publishes: list[InterStateChannelPublishing] | None,
+    records: list[KeyValue] | None,
+    now: float,
+    state_execution_id: str | None = None,
+) -> None:
+    """Apply a worker's writes to ``execution`` (a snapshot being made by a transition)."""
+    try:
+        search_attributes.upsert(execution.search_attributes, search)
+    except BadRequest as error:
+        raise InvalidWorkerAnswer(f"the worker's answer: {error.message}") from None
+    upsert(execution.data_attributes, data)
+    publish(execution, publishes)
+    for record in records or []:
+        value = record.value.data if record.value and record.value.data is not None else ""
+        execution.events.append(
+            Event(
+                at=now,
+                kind=EventKind.RECORDED,
+                state_execution_id=state_execution_id,
+                detail=f"{record.key}: {value}"[:MAX_RECORDED_CHARS],
+            )
+        )
