@@ -15,6 +15,7 @@ HTTP_STATUS: list[tuple[type[errors.XdbError], int, ErrorSubStatus]] = [
     (errors.ProcessClosed, 400, ErrorSubStatus.UNCATEGORIZED_SUB_STATUS),
     (errors.WorkerCallFailed, 420, ErrorSubStatus.WORKER_API_ERROR),
     (errors.InvalidWorkerAnswer, 420, ErrorSubStatus.WORKER_API_ERROR),
+    (errors.LockConflict, 450, ErrorSubStatus.UNCATEGORIZED_SUB_STATUS),
     (errors.VersionConflict, 503, ErrorSubStatus.UNCATEGORIZED_SUB_STATUS),
 ]
 

@@ -11,6 +11,7 @@ The tree (all under :class:`xdb.core.errors.XdbError`)::
     ├── ProcessClosed         the execution is closed; the request needs it running (400)
     ├── LongPollTimedOut      still running when the wait ended (420)
     ├── VersionConflict       someone else committed first; reload and re-apply
+    ├── LockConflict          a locked attribute changed under a worker call (450)
     ├── InvalidWorkerAnswer   the worker answered something the engine cannot apply
     └── WorkerCallFailed      the worker call failed (timeout, 4xx/5xx, bad JSON)
 
@@ -61,6 +62,10 @@ class LongPollTimedOut(XdbError):
 
 class VersionConflict(XdbError):
     code = "VERSION_CONFLICT"
+
+
+class LockConflict(XdbError):
+    code = "LOCK_CONFLICT"
 
 
 class InvalidWorkerAnswer(XdbError):

@@ -7,9 +7,9 @@ transition that commits the answer, so they land in the same write as the decisi
 from __future__ import annotations
 
 from xdb.core import search_attributes
-from xdb.core.errors import BadRequest, InvalidWorkerAnswer
+from xdb.core.errors import BadRequest, InvalidWorkerAnswer, LockConflict
 from xdb.core.snapshot import publish, upsert
-from xdb.model.execution import Event, EventKind, Execution
+from xdb.model.execution import Event, EventKind, Execution, Loading
 from xdb.model.wire import InterStateChannelPublishing, KeyValue, SearchAttribute
 
 # A recorded event is for people reading the history: keep each one short.
@@ -42,4 +42,35 @@ def apply_writes(
                 state_execution_id=state_execution_id,
                 detail=f"{record.key}: {value}"[:MAX_RECORDED_CHARS],
             )
+        )
+
+
+# What a worker call read of its locked keys: ("data" | "search", key) -> the value.
+Held = dict[tuple[str, str], object]
+
+
+def hold(execution: Execution, data: Loading, search: Loading) -> Held:
+    """The values of the keys a worker call locks, as it reads them.
+
+    Locking is optimistic (see docs/persistence.md): the call's answer commits only if
+    none of these values changed meanwhile, checked by :func:`check_held` inside the
+    conditional write's transition.
+    """
+    held: Held = {("data", k): execution.data_attributes.get(k) for k in data.locking_keys}
+    held.update({("search", k): execution.search_attributes.get(k) for k in search.locking_keys})
+    return held
+
+
+def check_held(execution: Execution, held: Held) -> None:
+    """Raise :class:`LockConflict` if a locked value changed since :func:`hold`."""
+    stores: dict[str, dict[str, object]] = {
+        "data": dict(execution.data_attributes),
+        "search": dict(execution.search_attributes),
+    }
+    changed = [key for (kind, key), value in held.items() if stores[kind].get(key) != value]
+    if changed:
+        raise LockConflict(
+            f"process {execution.workflow_id!r}: locked keys changed meanwhile: "
+            + ", ".join(sorted(changed)),
+            workflow_id=execution.workflow_id,
         )

@@ -12,8 +12,8 @@ import logging
 from pydantic import ValidationError
 
 from xdb.aws.worker_client import EXECUTE_PATH, WAIT_UNTIL_PATH
-from xdb.core import transitions
-from xdb.core.errors import InvalidWorkerAnswer, PayloadTooLarge, WorkerCallFailed
+from xdb.core import persistence, transitions
+from xdb.core.errors import InvalidWorkerAnswer, LockConflict, PayloadTooLarge, WorkerCallFailed
 from xdb.core.options import loaded_attributes, loaded_search_attributes
 from xdb.engine.commit import commit
 from xdb.engine.runtime import Engine
@@ -32,6 +32,10 @@ from xdb.model.wire import (
 )
 
 logger = logging.getLogger(__name__)
+
+# How many times a state task calls the worker again when a locked attribute changed
+# under it, before it leaves the task to the queue's redelivery.
+LOCK_TRIES = 5
 
 
 def handle(engine: Engine, task: Task) -> None:
@@ -78,12 +82,28 @@ def _run_state(engine: Engine, task: Task) -> None:
     # a stale snapshot never makes us drop a task that is due.
     execution = engine.store.recent(task.workflow_id)
     state = _due_state(execution, task)
-    if state is None:
-        execution = engine.store.current(task.workflow_id)
-        state = _due_state(execution, task)
-    if execution is None or state is None:
-        return
+    for tries in range(1, LOCK_TRIES + 1):
+        if state is None:
+            execution = engine.store.current(task.workflow_id)
+            state = _due_state(execution, task)
+        if execution is None or state is None:
+            return
+        try:
+            _call_and_commit(engine, task, execution, state)
+            return
+        except LockConflict:
+            if tries == LOCK_TRIES:
+                raise  # the task comes back from the queue and tries again
+            execution = state = None  # read again, call the worker again
+
+
+def _call_and_commit(
+    engine: Engine, task: Task, execution: Execution, state: StateExecution
+) -> None:
     api, attempt, sx = state.api, state.attempt, state.id
+    held = persistence.hold(
+        execution, state.options.loading(api), state.options.search_loading(api)
+    )
     try:
         answer = _call_worker(engine, execution, state)
     except (WorkerCallFailed, ValidationError) as error:
@@ -94,10 +114,14 @@ def _run_state(engine: Engine, task: Task) -> None:
     def apply(current: Execution) -> Execution | None:
         now = engine.clock()
         if isinstance(answer, WorkflowStateWaitUntilResponse):
-            return transitions.on_wait_until(current, sx, attempt, answer, now=now)
-        return transitions.on_execute(
-            current, sx, attempt, answer, now=now, max_api_timeout=max_timeout
-        )
+            nxt = transitions.on_wait_until(current, sx, attempt, answer, now=now)
+        else:
+            nxt = transitions.on_execute(
+                current, sx, attempt, answer, now=now, max_api_timeout=max_timeout
+            )
+        if nxt is not None:
+            persistence.check_held(current, held)
+        return nxt
 
     try:
         commit(engine, task.workflow_id, task.run_id, apply, read=execution)

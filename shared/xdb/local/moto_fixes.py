@@ -4,7 +4,10 @@ Two make room for the local runtime: a table's stream keeps every record forever
 the local stream reader drops records once delivered (see ``MotoStream``), under
 :data:`STREAM_LOCK`, which moto's ``StreamShard.add`` then also takes.
 
-One fixes races. SQS ``delete_message`` rebuilds the queue's message list without the
+Two fix races. DynamoDB's conditional writes are atomic; moto's check the condition and
+then write, so two threads of the local runtime could both pass a check on the same
+version and one write would be lost (the 50-concurrent-RPC counter test ended at 49). We
+run every DynamoDB write under one lock, :data:`DYNAMODB_WRITE_LOCK`. SQS ``delete_message`` rebuilds the queue's message list without the
 queue's lock, while ``send_message`` appends under it: a message sent during a delete is
 lost (``xdb bench`` lost about one process in twenty to it). ``receive_message`` reads the
 set of pending messages while a delete changes it ("Set changed size during iteration").
@@ -41,11 +44,20 @@ import moto.sqs.models
 from moto.core.base_backend import BackendDict
 from moto.core.utils import method_names_from_class
 from moto.core.utils import unix_time as moto_unix_time
+from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import StreamShard
 from moto.sqs.models import Queue, SQSBackend
 
 _applied = False
 STREAM_LOCK = threading.Lock()
+DYNAMODB_WRITE_LOCK = threading.RLock()
+_DYNAMODB_WRITES = (
+    "put_item",
+    "update_item",
+    "delete_item",
+    "transact_write_items",
+    "batch_write_item",
+)
 
 
 def _unix_time(dt: datetime | None = None) -> float:
@@ -77,6 +89,8 @@ def apply() -> None:
         retain_until = int(queue.message_retention_period) + message.sent_timestamp / 1000
         return bool(retain_until > time.time())
 
+    for name in _DYNAMODB_WRITES:
+        setattr(DynamoDBBackend, name, _under_write_lock(getattr(DynamoDBBackend, name)))
     add_record = StreamShard.add
 
     def add_record_locked(self: StreamShard, old: Any, new: Any) -> None:
@@ -105,3 +119,12 @@ def apply() -> None:
     SQSBackend.is_message_valid_based_on_retention_period = retained  # type: ignore[method-assign]
     moto.core.responses.method_names_from_class = functools.cache(method_names_from_class)
     BackendDict._create_account_specific_backend = existing_or_create  # type: ignore[method-assign]
+
+
+def _under_write_lock(write: Any) -> Any:
+    @functools.wraps(write)
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        with DYNAMODB_WRITE_LOCK:
+            return write(*args, **kwargs)
+
+    return locked
