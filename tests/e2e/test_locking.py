@@ -4,37 +4,17 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import pytest
-import urllib3
+from tests.e2e.engine_http import post
+from tests.functional.harness import FakeWorker
 
-from tests.functional.harness import FakeWorker, serve
-from xdb.local import runtime
-
-API = f"http://127.0.0.1:{runtime.DEFAULT_PORT}/api/v1/workflow"
 COUNTER_LOCK = {
     "persistenceLoadingType": "LOAD_PARTIAL_WITH_EXCLUSIVE_LOCK",
     "partialLoadingKeys": ["count"],
     "lockingKeys": ["count"],
 }
-
-
-@pytest.fixture
-def worker() -> Iterator[FakeWorker]:
-    fake = FakeWorker()
-    server = serve(fake)
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
-    yield fake
-    server.shutdown()
-    server.server_close()
-
-
-def post(http: urllib3.PoolManager, path: str, body: dict[str, Any]) -> tuple[int, Any]:
-    answer = http.request("POST", f"{API}/{path}", json=body, timeout=60)
-    return answer.status, json.loads(answer.data or b"null")
 
 
 def counter(data_attributes: list[dict[str, Any]]) -> int:
@@ -55,10 +35,8 @@ def test_50_concurrent_locked_increments_end_at_exactly_50(worker: FakeWorker) -
         return 200, {"upsertDataAttributes": [upsert]}
 
     worker.on("rpc", "increment", increment)
-    http = urllib3.PoolManager(maxsize=50)
     wf = "locked-counter"
     status, body = post(
-        http,
         "start",
         {
             "workflowId": wf,
@@ -76,9 +54,9 @@ def test_50_concurrent_locked_increments_end_at_exactly_50(worker: FakeWorker) -
         "dataAttributesLoadingPolicy": COUNTER_LOCK,
     }
     with ThreadPoolExecutor(max_workers=50) as pool:
-        statuses = list(pool.map(lambda _: post(http, "rpc", rpc)[0], range(50)))
+        statuses = list(pool.map(lambda _: post("rpc", rpc)[0], range(50)))
     assert statuses == [200] * 50
-    status, body = post(http, "dataobjects/get", {"workflowId": wf, "keys": ["count"]})
+    status, body = post("dataobjects/get", {"workflowId": wf, "keys": ["count"]})
     assert counter(body["objects"]) == 50
     # Each increment that lost a race was asked again: more calls than commits.
     assert calls >= 50

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import socket
 import time
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from xdb.core.errors import (
     ProcessClosed,
     VersionConflict,
 )
-from xdb.engine.commit import commit, load
+from xdb.engine.commit import MAX_CONFLICTS, commit, load
 from xdb.engine.runtime import Engine
 from xdb.model.execution import Completion, Execution
 from xdb.model.wire import (
@@ -53,7 +54,9 @@ _STARTED_AT = time.time()
 
 def start(engine: Engine, request: WorkflowStartRequest) -> WorkflowStartResponse:
     spec = _start_spec(engine, request)
-    for _ in range(3):
+    for tries in range(1, MAX_CONFLICTS + 1):
+        if tries > 1:
+            engine.sleep(random.uniform(0, 0.01 * tries))
         current = engine.store.current(spec.workflow_id)
         outcome = commands.start(spec, current=current, run_id=engine.new_id(), now=engine.clock())
         if outcome.existing:
@@ -68,7 +71,9 @@ def start(engine: Engine, request: WorkflowStartRequest) -> WorkflowStartRespons
             continue  # someone started or changed this id meanwhile: decide again
         return WorkflowStartResponse(workflow_run_id=outcome.execution.run_id)
     raise ProcessAlreadyStarted(
-        f"process {spec.workflow_id!r} is being started concurrently", workflow_id=spec.workflow_id
+        f"process {spec.workflow_id!r} is being started concurrently; gave up after "
+        f"{MAX_CONFLICTS} tries",
+        workflow_id=spec.workflow_id,
     )
 
 
