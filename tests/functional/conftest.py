@@ -8,6 +8,9 @@ from tests.functional.harness import Clock, FakeWorker, Harness, serve
 from xdb.engine import runtime
 from xdb.local import aws
 
+# A table of the user's own, for global attributes.
+USER_TABLES = {"users": "user_id"}
+
 
 @pytest.fixture
 def worker() -> Iterator[FakeWorker]:
@@ -21,7 +24,7 @@ def worker() -> Iterator[FakeWorker]:
 
 @pytest.fixture
 def harness(worker: FakeWorker) -> Iterator[Harness]:
-    local = aws.start(max_api_timeout=5)
+    local = aws.start(max_api_timeout=5, user_tables=USER_TABLES)
     yield Harness(local, Clock(), worker.url)  # type: ignore[attr-defined]
     runtime.reset()
     local.stop()

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from xdb.core import channels, search_attributes
 from xdb.core import options as state_options
 from xdb.core.errors import BadRequest, InvalidWorkerAnswer, ProcessAlreadyStarted
-from xdb.core.persistence import apply_writes
+from xdb.core.persistence import apply_writes, write_globals
 from xdb.core.snapshot import (
     RESERVED_PREFIX,
     begin_state,
@@ -21,9 +21,18 @@ from xdb.core.snapshot import (
     upsert,
 )
 from xdb.core.transitions import on_timer
-from xdb.model.execution import Event, EventKind, Execution, Phase, StateOptions, Status
+from xdb.model.execution import (
+    Event,
+    EventKind,
+    Execution,
+    GlobalBinding,
+    Phase,
+    StateOptions,
+    Status,
+)
 from xdb.model.wire import (
     EncodedObject,
+    GlobalAttributeConflictMode,
     IdReusePolicy,
     InterStateChannelPublishing,
     KeyValue,
@@ -49,6 +58,9 @@ class StartSpec:
     options: StateOptions
     data_attributes: dict[str, EncodedObject] = field(default_factory=dict)
     search_attributes: list[SearchAttribute] = field(default_factory=list)
+    global_binding: GlobalBinding | None = None
+    global_initial: list[KeyValue] = field(default_factory=list)
+    global_conflict_mode: GlobalAttributeConflictMode = GlobalAttributeConflictMode.ERROR
     reuse_policy: IdReusePolicy = IdReusePolicy.ALLOW_IF_NO_RUNNING
     request_id: str | None = None
     ignore_already_started: bool = False
@@ -102,6 +114,8 @@ def start(spec: StartSpec, *, current: Execution | None, run_id: str, now: float
         events=[Event(at=now, kind=EventKind.PROCESS_STARTED, detail=spec.workflow_type)],
     )
     search_attributes.upsert(execution.search_attributes, spec.search_attributes)
+    execution.global_binding = spec.global_binding
+    write_globals(execution, spec.global_initial, create_mode=spec.global_conflict_mode)
     if spec.start_state_id:
         first = begin_state(execution, spec.start_state_id, spec.input, spec.options, now)
         if spec.start_delay_seconds:
@@ -236,6 +250,7 @@ def on_rpc_answer(
         answer.upsert_search_attributes,
         answer.publish_to_inter_state_channel,
         answer.record_events,
+        answer.upsert_global_attributes,
         movements,
     )
     if not any(writes):
@@ -249,6 +264,7 @@ def on_rpc_answer(
         publishes=answer.publish_to_inter_state_channel,
         records=answer.record_events,
         now=now,
+        globals_=answer.upsert_global_attributes,
     )
     for movement in movements or []:
         if movement.state_id.startswith(RESERVED_PREFIX):

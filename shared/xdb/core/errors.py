@@ -4,7 +4,8 @@ The tree (all under :class:`xdb.core.errors.XdbError`)::
 
     XdbError
     ├── BadRequest            the caller asked for something invalid (400)
-    │   └── PayloadTooLarge   the execution would not fit in one item (400)
+    │   ├── PayloadTooLarge   the execution would not fit in one item (400)
+    │   └── GlobalRowExists   a start's initial global write met an existing row (400)
     ├── NotSupported          valid iWF, not built in XDB yet (400)
     ├── ProcessNotFound       no such process execution (400, WORKFLOW_NOT_EXISTS)
     ├── ProcessAlreadyStarted the id is taken under its reuse policy (400, ALREADY_STARTED)
@@ -38,6 +39,10 @@ class BadRequest(XdbError):
 
 class PayloadTooLarge(BadRequest):
     code = "PAYLOAD_TOO_LARGE"
+
+
+class GlobalRowExists(BadRequest):
+    code = "GLOBAL_ROW_EXISTS"
 
 
 class NotSupported(XdbError):

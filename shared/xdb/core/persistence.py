@@ -9,8 +9,13 @@ from __future__ import annotations
 from xdb.core import search_attributes
 from xdb.core.errors import BadRequest, InvalidWorkerAnswer, LockConflict
 from xdb.core.snapshot import publish, upsert
-from xdb.model.execution import Event, EventKind, Execution, Loading
-from xdb.model.wire import InterStateChannelPublishing, KeyValue, SearchAttribute
+from xdb.model.execution import Event, EventKind, Execution, GlobalWrite, Loading
+from xdb.model.wire import (
+    GlobalAttributeConflictMode,
+    InterStateChannelPublishing,
+    KeyValue,
+    SearchAttribute,
+)
 
 # A recorded event is for people reading the history: keep each one short.
 MAX_RECORDED_CHARS = 2_000
@@ -25,10 +30,12 @@ def apply_writes(
     records: list[KeyValue] | None,
     now: float,
     state_execution_id: str | None = None,
+    globals_: list[KeyValue] | None = None,
 ) -> None:
     """Apply a worker's writes to ``execution`` (a snapshot being made by a transition)."""
     try:
         search_attributes.upsert(execution.search_attributes, search)
+        write_globals(execution, globals_)
     except BadRequest as error:
         raise InvalidWorkerAnswer(f"the worker's answer: {error.message}") from None
     upsert(execution.data_attributes, data)
@@ -74,3 +81,34 @@ def check_held(execution: Execution, held: Held) -> None:
             + ", ".join(sorted(changed)),
             workflow_id=execution.workflow_id,
         )
+
+
+def write_globals(
+    execution: Execution,
+    values: list[KeyValue] | None,
+    create_mode: GlobalAttributeConflictMode | None = None,
+) -> None:
+    """Queue writes to the process's bound row; they commit with this snapshot."""
+    if not values:
+        return
+    binding = execution.global_binding
+    if binding is None:
+        raise BadRequest(
+            "global attributes need a process bound to a table row "
+            "(workflowStartOptions.globalAttributes at start)"
+        )
+    unknown = sorted({kv.key for kv in values} - set(binding.attributes))
+    if unknown:
+        raise BadRequest(
+            f"{', '.join(unknown)} not among the bound attributes of table "
+            f"{binding.table!r}: {', '.join(binding.attributes)}"
+        )
+    for kv in values:
+        if kv.value is not None and kv.value.encoding not in (None, "json"):
+            raise BadRequest(
+                f"global attribute {kv.key!r} must be JSON-encoded to be stored as a column "
+                f"(got encoding {kv.value.encoding!r})"
+            )
+    write = execution.global_write or GlobalWrite(create_mode=create_mode)
+    write.values.update({kv.key: kv.value for kv in values})
+    execution.global_write = write

@@ -23,6 +23,7 @@ def next_version(execution: Execution) -> Execution:
     nxt = execution.model_copy(deep=True)
     nxt.version += 1
     nxt.events = []
+    nxt.global_write = None
     return nxt
 
 

@@ -66,6 +66,7 @@ def on_wait_until(
         records=answer.record_events,
         now=now,
         state_execution_id=state.id,
+        globals_=answer.upsert_global_attributes,
     )
     state.locals = _merge(state.locals, answer.upsert_state_locals)
     state.waiting = waiting
@@ -108,6 +109,7 @@ def on_execute(
         records=answer.record_events,
         now=now,
         state_execution_id=state.id,
+        globals_=answer.upsert_global_attributes,
     )
     movements = _movements(nxt, decision)
     nxt.events.append(

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from xdb.core.errors import ProcessNotFound, VersionConflict
 from xdb.engine.runtime import Engine
 from xdb.model.execution import Execution
+from xdb.model.wire import KeyValue
 
 MAX_CONFLICTS = 20
 
@@ -53,3 +54,10 @@ def load(engine: Engine, workflow_id: str, run_id: str | None) -> Execution:
             f"{which} {workflow_id!r} does not exist", workflow_id=workflow_id, run_id=run_id
         )
     return execution
+
+
+def read_globals(engine: Engine, execution: Execution) -> list[KeyValue] | None:
+    """The bound row's columns a worker call sees (None for a process without a binding)."""
+    if execution.global_binding is None:
+        return None
+    return engine.store.read_globals(execution.global_binding)

@@ -20,8 +20,10 @@ from xdb.core.errors import (
 )
 from xdb.engine.commit import MAX_CONFLICTS, commit, load
 from xdb.engine.runtime import Engine
-from xdb.model.execution import Completion, Execution
+from xdb.model.execution import Completion, Execution, GlobalBinding
 from xdb.model.wire import (
+    GlobalAttributeBinding,
+    GlobalAttributeConflictMode,
     HealthInfo,
     IdReusePolicy,
     KeyValue,
@@ -95,6 +97,9 @@ def _start_spec(engine: Engine, request: WorkflowStartRequest) -> commands.Start
     if not request.iwf_worker_url.startswith(("http://", "https://")):
         raise NotSupported("iwfWorkerUrl must be an http:// or https:// URL")
     already = options.workflow_already_started_options if options else None
+    binding = options.global_attributes if options else None
+    if binding is not None:
+        _check_binding(engine, binding)
     initial = (options.data_attributes if options else None) or []
     return commands.StartSpec(
         workflow_id=request.workflow_id,
@@ -108,6 +113,18 @@ def _start_spec(engine: Engine, request: WorkflowStartRequest) -> commands.Start
         ),
         data_attributes={kv.key: kv.value for kv in initial if kv.value is not None},
         search_attributes=(options.search_attributes if options else None) or [],
+        global_binding=GlobalBinding(
+            table=binding.table_name,
+            key_name=binding.primary_key,
+            key_value=binding.primary_key_value,
+            attributes=binding.attributes,
+        )
+        if binding
+        else None,
+        global_initial=(binding.initial_upsert if binding else None) or [],
+        global_conflict_mode=binding.conflict_mode
+        if binding
+        else GlobalAttributeConflictMode.ERROR,
         reuse_policy=(options.id_reuse_policy if options else None)
         or IdReusePolicy.ALLOW_IF_NO_RUNNING,
         request_id=already.request_id if already else None,
@@ -116,6 +133,18 @@ def _start_spec(engine: Engine, request: WorkflowStartRequest) -> commands.Start
         wait_for_state_ids=request.wait_for_completion_state_ids or [],
         wait_for_state_execution_ids=request.wait_for_completion_state_execution_ids or [],
     )
+
+
+def _check_binding(engine: Engine, binding: GlobalAttributeBinding) -> None:
+    allowed = engine.settings.global_attribute_tables
+    if binding.table_name not in allowed:
+        raise BadRequest(
+            f"table {binding.table_name!r} is not one this deployment may write global "
+            f"attributes to (allowed: {', '.join(sorted(allowed)) or 'none'}; "
+            "see XDB_GLOBAL_ATTRIBUTE_TABLES)"
+        )
+    if binding.primary_key in binding.attributes:
+        raise BadRequest(f"the primary key {binding.primary_key!r} cannot be a global attribute")
 
 
 def get(engine: Engine, request: WorkflowGetRequest) -> WorkflowGetResponse:

@@ -17,7 +17,7 @@ from xdb.aws.worker_client import RPC_PATH
 from xdb.core import commands, persistence
 from xdb.core import options as state_options
 from xdb.core.errors import InvalidWorkerAnswer, LockConflict
-from xdb.engine.commit import commit, load
+from xdb.engine.commit import commit, load, read_globals
 from xdb.engine.runtime import Engine
 from xdb.model.execution import Execution, Message
 from xdb.model.wire import (
@@ -74,6 +74,7 @@ def _call_and_commit(
         input=request.input,
         search_attributes=state_options.loaded_search_attributes(execution, search_loading),
         data_attributes=state_options.loaded_attributes(execution, data_loading),
+        global_attributes=read_globals(engine, execution),
         signal_channel_infos=_sizes(execution.signals),
         internal_channel_infos=_sizes(execution.channels),
     )

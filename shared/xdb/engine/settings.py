@@ -29,6 +29,8 @@ class Settings(BaseModel):
     schedule_group: str | None = None
     scheduler_role_arn: str | None = None
     queue_arn: str | None = None
+    # XDB global attributes: the user tables processes may bind to (nothing else is touched).
+    global_attribute_tables: frozenset[str] = frozenset()
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -42,6 +44,11 @@ class Settings(BaseModel):
             "schedule_group": env.get("XDB_SCHEDULE_GROUP") or None,
             "scheduler_role_arn": env.get("XDB_SCHEDULER_ROLE_ARN") or None,
             "queue_arn": env.get("XDB_QUEUE_ARN") or None,
+            "global_attribute_tables": frozenset(
+                name.strip()
+                for name in env.get("XDB_GLOBAL_ATTRIBUTE_TABLES", "").split(",")
+                if name.strip()
+            ),
         }
         for name, key in (
             ("max_api_timeout", "XDB_MAX_API_TIMEOUT_SECONDS"),

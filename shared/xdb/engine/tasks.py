@@ -15,7 +15,7 @@ from xdb.aws.worker_client import EXECUTE_PATH, WAIT_UNTIL_PATH
 from xdb.core import persistence, transitions
 from xdb.core.errors import InvalidWorkerAnswer, LockConflict, PayloadTooLarge, WorkerCallFailed
 from xdb.core.options import loaded_attributes, loaded_search_attributes
-from xdb.engine.commit import commit
+from xdb.engine.commit import commit, read_globals
 from xdb.engine.runtime import Engine
 from xdb.model.execution import Api, Execution, Phase, StateExecution
 from xdb.model.task import Task, TaskKind
@@ -176,6 +176,7 @@ def _call_worker(
     )
     attributes = loaded_attributes(execution, state.options.loading(state.api))
     search = loaded_search_attributes(execution, state.options.search_loading(state.api))
+    globals_ = read_globals(engine, execution)
     timeout = state.options.timeout(state.api)
     if state.api is Api.WAIT_UNTIL:
         request = WorkflowStateWaitUntilRequest(
@@ -185,6 +186,7 @@ def _call_worker(
             state_input=state.input,
             search_attributes=search,
             data_objects=attributes,
+            global_attributes=globals_,
         )
         answer = engine.worker.post(
             execution.worker_url, WAIT_UNTIL_PATH, request.dump(), timeout=timeout
@@ -197,6 +199,7 @@ def _call_worker(
         state_input=state.input,
         search_attributes=search,
         data_objects=attributes,
+        global_attributes=globals_,
         state_locals=state.locals,
         command_results=command_results(state),
     )

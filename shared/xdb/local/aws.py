@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,8 +112,17 @@ class LocalAws:
         self._mock.stop()
 
 
-def start(*, server_port: int = 0, max_api_timeout: float = 60.0) -> LocalAws:
-    """Start moto, create the table and queues, and return settings for the engine."""
+def start(
+    *,
+    server_port: int = 0,
+    max_api_timeout: float = 60.0,
+    user_tables: Mapping[str, str] | None = None,
+) -> LocalAws:
+    """Start moto, create the table and queues, and return settings for the engine.
+
+    ``user_tables`` (table name -> its string primary key) are tables of the user's own
+    that processes may bind global attributes to: created empty and allowed.
+    """
     # Fake credentials: moto accepts anything, and nothing may reach real AWS.
     for key, value in (
         ("AWS_ACCESS_KEY_ID", "local"),
@@ -152,6 +161,13 @@ def start(*, server_port: int = 0, max_api_timeout: float = 60.0) -> LocalAws:
         "Attributes"
     ]["QueueArn"]
     boto3.client("scheduler", region_name=REGION).create_schedule_group(Name=SCHEDULE_GROUP)
+    for name, key in (user_tables or {}).items():
+        dynamodb.create_table(
+            TableName=name,
+            KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
     settings = Settings(
         table_name=TABLE_NAME,
         queue_url=queue_url,
@@ -162,5 +178,6 @@ def start(*, server_port: int = 0, max_api_timeout: float = 60.0) -> LocalAws:
         # moto checks no permissions; on AWS this role lets Scheduler send to the queue.
         scheduler_role_arn=f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:role/xdb-scheduler",
         queue_arn=queue_arn,
+        global_attribute_tables=frozenset(user_tables or {}),
     )
     return LocalAws(settings, server_url, table["LatestStreamArn"], mock, server)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from xdb.model.wire import (
     CommandWaitingType,
     EncodedObject,
+    GlobalAttributeConflictMode,
     KeyValue,
     PersistenceLoadingType,
     SearchAttribute,
@@ -188,6 +189,24 @@ class Event(Domain):
     detail: str = ""
 
 
+class GlobalBinding(Domain):
+    """XDB: the row of a user table that holds this process's global attributes."""
+
+    table: str
+    key_name: str
+    key_value: str
+    attributes: list[str]
+
+
+class GlobalWrite(Domain):
+    """Global attribute changes of one transition, written in the same transaction as the
+    snapshot. ``None`` removes a column. ``create_mode`` is set only by a start's initial
+    write, and says what to do when the row already exists."""
+
+    values: dict[str, EncodedObject | None] = {}
+    create_mode: GlobalAttributeConflictMode | None = None
+
+
 class Execution(Domain):
     workflow_id: str
     run_id: str
@@ -201,6 +220,9 @@ class Execution(Domain):
     request_id: str | None = None
     data_attributes: dict[str, EncodedObject] = {}
     search_attributes: dict[str, SearchAttribute] = {}
+    global_binding: GlobalBinding | None = None
+    # This version's writes to the bound row (cleared by the next transition, like events).
+    global_write: GlobalWrite | None = None
     # The last execution number used per state id: the next one is "<stateId>-<n+1>".
     counters: dict[str, int] = {}
     states: dict[str, StateExecution] = {}

@@ -161,6 +161,26 @@ class WorkflowAlreadyStartedOptions(Tolerant):
     request_id: str | None = None
 
 
+class GlobalAttributeConflictMode(StrEnum):
+    """XDB: what the initial write of a start does when the bound row already exists."""
+
+    ERROR = "ERROR"  # refuse the start
+    IGNORE = "IGNORE"  # keep the row as it is
+    OVERRIDE = "OVERRIDE"  # write the initial values over it
+
+
+class GlobalAttributeBinding(Inbound):
+    """XDB: binds a process to one row of a user's DynamoDB table (its global attributes)."""
+
+    table_name: str = Field(min_length=3, max_length=255)
+    primary_key: str = Field(min_length=1, max_length=255)
+    primary_key_value: str = Field(min_length=1, max_length=2048)
+    # The columns of the row the process reads and writes.
+    attributes: list[str] = Field(min_length=1)
+    initial_upsert: list[KeyValue] | None = None
+    conflict_mode: GlobalAttributeConflictMode = GlobalAttributeConflictMode.ERROR
+
+
 class WorkflowStartOptions(Tolerant):
     workflow_id_reuse_policy: str | None = Field(default=None, alias="workflowIDReusePolicy")
     id_reuse_policy: IdReusePolicy | None = None
@@ -172,6 +192,7 @@ class WorkflowStartOptions(Tolerant):
     workflow_config_override: dict[str, Any] | None = None
     use_memo_for_data_attributes: bool | None = None
     workflow_already_started_options: WorkflowAlreadyStartedOptions | None = None
+    global_attributes: GlobalAttributeBinding | None = None  # XDB
 
 
 # ---------------------------------------------------------------- engine API
@@ -506,6 +527,7 @@ class WorkflowStateWaitUntilRequest(_Wire):
     state_input: EncodedObject | None = None
     search_attributes: list[SearchAttribute] = []
     data_objects: list[KeyValue] = []
+    global_attributes: list[KeyValue] | None = None  # XDB, only when bound
 
 
 class WorkflowStateWaitUntilResponse(Tolerant):
@@ -514,6 +536,7 @@ class WorkflowStateWaitUntilResponse(Tolerant):
     command_request: CommandRequest | None = None
     upsert_state_locals: list[KeyValue] | None = None
     record_events: list[KeyValue] | None = None
+    upsert_global_attributes: list[KeyValue] | None = None  # XDB
     publish_to_inter_state_channel: list[InterStateChannelPublishing] | None = None
 
 
@@ -525,6 +548,7 @@ class WorkflowStateExecuteRequest(_Wire):
     search_attributes: list[SearchAttribute] = []
     # The IDL spells this one with a capital D; the SDKs read it that way.
     data_objects: list[KeyValue] = Field(default=[], alias="DataObjects")
+    global_attributes: list[KeyValue] | None = None  # XDB, only when bound
     state_locals: list[KeyValue] = []
     command_results: CommandResults
 
@@ -535,6 +559,7 @@ class WorkflowStateExecuteResponse(Tolerant):
     upsert_data_objects: list[KeyValue] | None = None
     record_events: list[KeyValue] | None = None
     upsert_state_locals: list[KeyValue] | None = None
+    upsert_global_attributes: list[KeyValue] | None = None  # XDB
     publish_to_inter_state_channel: list[InterStateChannelPublishing] | None = None
 
 
@@ -554,6 +579,7 @@ class WorkflowWorkerRpcRequest(_Wire):
     input: EncodedObject | None = None
     search_attributes: list[SearchAttribute] = []
     data_attributes: list[KeyValue] = []
+    global_attributes: list[KeyValue] | None = None  # XDB, only when bound
     signal_channel_infos: dict[str, ChannelInfo] = {}
     internal_channel_infos: dict[str, ChannelInfo] = {}
 
@@ -565,4 +591,5 @@ class WorkflowWorkerRpcResponse(Tolerant):
     upsert_data_attributes: list[KeyValue] | None = None
     record_events: list[KeyValue] | None = None
     upsert_state_locals: list[KeyValue] | None = None
+    upsert_global_attributes: list[KeyValue] | None = None  # XDB
     publish_to_inter_state_channel: list[InterStateChannelPublishing] | None = None

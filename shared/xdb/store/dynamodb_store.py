@@ -9,8 +9,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from xdb.core.errors import PayloadTooLarge, VersionConflict
-from xdb.model.execution import Event, Execution
+from xdb.core.errors import GlobalRowExists, PayloadTooLarge, VersionConflict
+from xdb.model.execution import Event, Execution, GlobalBinding
+from xdb.model.wire import GlobalAttributeConflictMode, KeyValue
+from xdb.store import user_rows
 from xdb.store.table import CURRENT, PK, SK, archive_key, history_key, history_prefix, process_key
 
 # DynamoDB's item limit is 400 KB; keep headroom for keys and attribute names.
@@ -105,16 +107,53 @@ class ExecutionStore:
         }
         if values:
             kwargs["ExpressionAttributeValues"] = values
+        write, binding = execution.global_write, execution.global_binding
         try:
-            self._ddb.put_item(**kwargs)
+            if write and write.values and binding:
+                self._put_with_row(execution, kwargs, user_rows.update(binding, write))
+            else:
+                self._ddb.put_item(**kwargs)
         except ClientError as error:
             if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                raise VersionConflict(
-                    f"process {execution.workflow_id!r} changed concurrently",
-                    workflow_id=execution.workflow_id,
-                ) from None
+                raise self._conflict(execution) from None
             raise
         self._note(execution)
+
+    def _put_with_row(self, execution: Execution, put: dict[str, Any], row: dict[str, Any]) -> None:
+        """The snapshot and its global attribute writes, in one transaction: both or neither."""
+        try:
+            self._ddb.transact_write_items(TransactItems=[{"Put": put}, {"Update": row}])
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "TransactionCanceledException":
+                raise
+            reasons = [r.get("Code") for r in error.response.get("CancellationReasons", [])]
+            if reasons[:1] == ["ConditionalCheckFailed"]:
+                raise self._conflict(execution) from None
+            if reasons[1:2] != ["ConditionalCheckFailed"]:
+                raise
+            # The bound row exists and the start's initial write may not create it.
+            write = execution.global_write
+            assert write is not None and execution.global_binding is not None
+            if write.create_mode is GlobalAttributeConflictMode.IGNORE:
+                self._ddb.put_item(**put)
+                return
+            binding = execution.global_binding
+            raise GlobalRowExists(
+                f"table {binding.table!r} already has the row {binding.key_name} = "
+                f"{binding.key_value!r}; start with conflictMode IGNORE or OVERRIDE to keep "
+                "or overwrite it",
+                workflow_id=execution.workflow_id,
+            ) from None
+
+    def read_globals(self, binding: GlobalBinding) -> list[KeyValue]:
+        return user_rows.read(self._ddb, binding)
+
+    @staticmethod
+    def _conflict(execution: Execution) -> VersionConflict:
+        return VersionConflict(
+            f"process {execution.workflow_id!r} changed concurrently",
+            workflow_id=execution.workflow_id,
+        )
 
     def append_history_of(self, executions: list[Execution]) -> None:
         """Write the events of these versions as history items (fixed keys: idempotent)."""
