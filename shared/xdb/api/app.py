@@ -85,6 +85,7 @@ ROUTES: list[tuple[str, type[BaseModel], Callable[[Any, Any], wire._Wire | None]
         processes.wait_for_state_completion,
     ),
     ("/api/v1/workflow/rpc", wire.WorkflowRpcRequest, rpc.rpc),
+    ("/api/v1/workflow/reset", wire.WorkflowResetRequest, processes.reset),
 ]
 for route in ROUTES:
     _route(*route)

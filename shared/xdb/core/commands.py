@@ -217,6 +217,54 @@ def stop(
     return nxt
 
 
+def reset(
+    execution: Execution,
+    started: Event,
+    *,
+    run_id: str,
+    now: float,
+    keep_signals: bool,
+    reason: str | None,
+) -> StartOutcome:
+    """A new run of ``execution``'s process that begins again at the state execution
+    ``started`` (its STATE_STARTED event: same state, input and options).
+
+    XDB keeps one snapshot per run, not its past versions, so the new run starts from
+    the attributes the process has now (data, search, and its global attribute row);
+    unconsumed signals come along unless ``keep_signals`` is False; internal channel
+    messages belong to the old run's states and stay with it. A running old run is
+    terminated.
+    """
+    replaced = stop(execution, WorkflowStopType.TERMINATE, reason or "reset", now=now) or execution
+    timeout = execution.timeout_at - execution.started_at if execution.timeout_at else None
+    fresh = Execution(
+        workflow_id=execution.workflow_id,
+        run_id=run_id,
+        workflow_type=execution.workflow_type,
+        worker_url=execution.worker_url,
+        started_at=now,
+        timeout_at=now + timeout if timeout else None,
+        data_attributes=dict(execution.data_attributes),
+        search_attributes=dict(execution.search_attributes),
+        global_binding=execution.global_binding,
+        signals=execution.signals if keep_signals else {},
+        wait_for_state_ids=list(execution.wait_for_state_ids),
+        wait_for_state_execution_ids=list(execution.wait_for_state_execution_ids),
+        events=[
+            Event(
+                at=now,
+                kind=EventKind.PROCESS_STARTED,
+                detail=f"reset of run {execution.run_id} to {started.state_execution_id}",
+            )
+        ],
+    )
+    state_id = (started.state_execution_id or "").rsplit("-", 1)[0]
+    begin_state(
+        fresh, state_id, started.input, started.options or StateOptions(), now, started.wait_for_key
+    )
+    return StartOutcome(fresh, replaced=replaced)
+
+
 def set_search_attributes(
     execution: Execution, values: list[SearchAttribute], *, now: float
 ) -> Execution:

@@ -50,7 +50,15 @@ def begin_state(
     )
     execution.states[state.id] = state
     execution.events.append(
-        Event(at=now, kind=EventKind.STATE_STARTED, state_execution_id=state.id, detail=state.phase)
+        Event(
+            at=now,
+            kind=EventKind.STATE_STARTED,
+            state_execution_id=state.id,
+            detail=state.phase,
+            input=input,
+            options=options,
+            wait_for_key=wait_for_key,
+        )
     )
     return state
 

@@ -20,7 +20,7 @@ from xdb.core.errors import (
 )
 from xdb.engine.commit import MAX_CONFLICTS, commit, load
 from xdb.engine.runtime import Engine
-from xdb.model.execution import Completion, Execution, GlobalBinding
+from xdb.model.execution import Completion, Event, EventKind, Execution, GlobalBinding
 from xdb.model.wire import (
     GlobalAttributeBinding,
     GlobalAttributeConflictMode,
@@ -36,6 +36,9 @@ from xdb.model.wire import (
     WorkflowGetResponse,
     WorkflowGetSearchAttributesRequest,
     WorkflowGetSearchAttributesResponse,
+    WorkflowResetRequest,
+    WorkflowResetResponse,
+    WorkflowResetType,
     WorkflowSetDataObjectsRequest,
     WorkflowSetSearchAttributesRequest,
     WorkflowSignalRequest,
@@ -342,6 +345,76 @@ def set_search_attributes(engine: Engine, request: WorkflowSetSearchAttributesRe
         request.workflow_run_id,
         lambda e, now: commands.set_search_attributes(e, values, now=now),
     )
+
+
+def reset(engine: Engine, request: WorkflowResetRequest) -> WorkflowResetResponse:
+    """A new run that begins again at a state execution of the current run."""
+    for tries in range(1, MAX_CONFLICTS + 1):
+        current = load(engine, request.workflow_id, None)
+        if request.workflow_run_id and request.workflow_run_id != current.run_id:
+            raise BadRequest(
+                f"run {request.workflow_run_id!r} is not the current run of process "
+                f"{request.workflow_id!r}; only the current run can be reset"
+            )
+        started = _reset_point(engine, current, request)
+        outcome = commands.reset(
+            current,
+            started,
+            run_id=engine.new_id(),
+            now=engine.clock(),
+            keep_signals=not request.skip_signal_reapply,
+            reason=request.reason,
+        )
+        try:
+            engine.store.create(
+                outcome.execution, replacing=outcome.replaced, read_version=current.version
+            )
+        except VersionConflict:
+            engine.sleep(random.uniform(0, 0.01 * tries))
+            continue
+        return WorkflowResetResponse(workflow_run_id=outcome.execution.run_id)
+    raise VersionConflict(
+        f"process {request.workflow_id!r} kept changing; reset gave up after {MAX_CONFLICTS} tries",
+        workflow_id=request.workflow_id,
+    )
+
+
+def _reset_point(engine: Engine, execution: Execution, request: WorkflowResetRequest) -> Event:
+    """The STATE_STARTED event a reset begins again from."""
+    kind = request.reset_type
+    if kind not in (
+        WorkflowResetType.BEGINNING,
+        WorkflowResetType.STATE_ID,
+        WorkflowResetType.STATE_EXECUTION_ID,
+    ):
+        raise NotSupported(
+            f"reset type {kind} is not supported by XDB (it has no Temporal history events); "
+            "use BEGINNING, STATE_ID or STATE_EXECUTION_ID"
+        )
+    # The history holds every committed version's events, written by the stream function;
+    # the snapshot holds the latest version's, which the stream may not have written yet.
+    events = engine.store.history(execution.workflow_id, execution.run_id) + execution.events
+    starts = [e for e in events if e.kind is EventKind.STATE_STARTED]
+    if kind is WorkflowResetType.BEGINNING:
+        found = starts[:1]
+        wanted = "the first state"
+    elif kind is WorkflowResetType.STATE_ID:
+        if not request.state_id:
+            raise BadRequest("reset type STATE_ID needs stateId")
+        found = [
+            e for e in starts if (e.state_execution_id or "").rsplit("-", 1)[0] == request.state_id
+        ][-1:]
+        wanted = f"state {request.state_id!r}"
+    else:
+        if not request.state_execution_id:
+            raise BadRequest("reset type STATE_EXECUTION_ID needs stateExecutionId")
+        found = [e for e in starts if e.state_execution_id == request.state_execution_id][:1]
+        wanted = f"state execution {request.state_execution_id!r}"
+    if not found:
+        raise BadRequest(
+            f"run {execution.run_id!r} of {execution.workflow_id!r} never started {wanted}"
+        )
+    return found[0]
 
 
 def health(engine: Engine) -> HealthInfo:

@@ -187,6 +187,10 @@ class Event(Domain):
     kind: EventKind
     state_execution_id: str | None = None
     detail: str = ""
+    # STATE_STARTED only: what the state began with, so a reset can begin it again.
+    input: EncodedObject | None = None
+    options: StateOptions | None = None
+    wait_for_key: str | None = None
 
 
 class GlobalBinding(Domain):
