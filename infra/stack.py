@@ -48,6 +48,15 @@ class XdbStack(Stack):
             time_to_live_attribute=schema.TTL_ATTRIBUTE,
             removal_policy=RemovalPolicy.RETAIN,
         )
+        for index in schema.TABLE["GlobalSecondaryIndexes"]:
+            keys = {k["KeyType"]: _key(k["AttributeName"]) for k in index["KeySchema"]}
+            self.table.add_global_secondary_index(
+                index_name=index["IndexName"],
+                partition_key=keys["HASH"],
+                sort_key=keys.get("RANGE"),
+                projection_type=dynamodb.ProjectionType(index["Projection"]["ProjectionType"]),
+                non_key_attributes=index["Projection"].get("NonKeyAttributes"),
+            )
         self.dlq = sqs.Queue(self, "TasksDlq", retention_period=Duration.days(14), enforce_ssl=True)
         self.queue = sqs.Queue(
             self,

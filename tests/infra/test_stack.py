@@ -22,6 +22,7 @@ def test_table_matches_the_shared_definition(template: Template) -> None:
         {
             "KeySchema": schema.TABLE["KeySchema"],
             "AttributeDefinitions": schema.TABLE["AttributeDefinitions"],
+            "GlobalSecondaryIndexes": schema.TABLE["GlobalSecondaryIndexes"],
             "BillingMode": "PAY_PER_REQUEST",
             "StreamSpecification": {"StreamViewType": "NEW_AND_OLD_IMAGES"},
             "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},

@@ -86,6 +86,7 @@ ROUTES: list[tuple[str, type[BaseModel], Callable[[Any, Any], wire._Wire | None]
     ),
     ("/api/v1/workflow/rpc", wire.WorkflowRpcRequest, rpc.rpc),
     ("/api/v1/workflow/reset", wire.WorkflowResetRequest, processes.reset),
+    ("/api/v1/workflow/search", wire.WorkflowSearchRequest, processes.search),
 ]
 for route in ROUTES:
     _route(*route)

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from xdb.core import commands, search_attributes, transitions
+from xdb.core import commands, search_attributes, search_query, transitions
 from xdb.core import options as state_options
 from xdb.core.errors import (
     BadRequest,
@@ -39,6 +39,9 @@ from xdb.model.wire import (
     WorkflowResetRequest,
     WorkflowResetResponse,
     WorkflowResetType,
+    WorkflowSearchRequest,
+    WorkflowSearchResponse,
+    WorkflowSearchResponseEntry,
     WorkflowSetDataObjectsRequest,
     WorkflowSetSearchAttributesRequest,
     WorkflowSignalRequest,
@@ -415,6 +418,24 @@ def _reset_point(engine: Engine, execution: Execution, request: WorkflowResetReq
             f"run {execution.run_id!r} of {execution.workflow_id!r} never started {wanted}"
         )
     return found[0]
+
+
+DEFAULT_PAGE_SIZE = 100
+
+
+def search(engine: Engine, request: WorkflowSearchRequest) -> WorkflowSearchResponse:
+    """Runs matching a query the ``by_type`` index can answer (see xdb.core.search_query)."""
+    runs, token = engine.store.search(
+        search_query.parse(request.query),
+        page_size=request.page_size or DEFAULT_PAGE_SIZE,
+        page_token=request.next_page_token,
+    )
+    return WorkflowSearchResponse(
+        workflow_executions=[
+            WorkflowSearchResponseEntry(workflow_id=wf, workflow_run_id=run) for wf, run in runs
+        ],
+        next_page_token=token,
+    )
 
 
 def health(engine: Engine) -> HealthInfo:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -9,11 +11,30 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from xdb.core.errors import GlobalRowExists, PayloadTooLarge, VersionConflict
+from xdb.core.errors import BadRequest, GlobalRowExists, PayloadTooLarge, VersionConflict
+from xdb.core.search_query import SearchQuery
 from xdb.model.execution import Event, Execution, GlobalBinding
-from xdb.model.wire import GlobalAttributeConflictMode, KeyValue
+from xdb.model.wire import (
+    GlobalAttributeConflictMode,
+    KeyValue,
+    SearchAttribute,
+    SearchAttributeValueType,
+)
 from xdb.store import user_rows
-from xdb.store.table import CURRENT, PK, SK, archive_key, history_key, history_prefix, process_key
+from xdb.store.table import (
+    CURRENT,
+    PK,
+    RUN_ID,
+    SEARCH_ATTRIBUTES,
+    SEARCH_INDEX,
+    SK,
+    STATUS,
+    TYPE,
+    archive_key,
+    history_key,
+    history_prefix,
+    process_key,
+)
 
 # DynamoDB's item limit is 400 KB; keep headroom for keys and attribute names.
 MAX_SNAPSHOT_BYTES = 380_000
@@ -168,6 +189,58 @@ class ExecutionStore:
                 answer = self._ddb.batch_write_item(RequestItems=pending)
                 pending = answer.get("UnprocessedItems") or {}
 
+    def search(
+        self, query: SearchQuery, *, page_size: int, page_token: str | None
+    ) -> tuple[list[tuple[str, str]], str | None]:
+        """Runs (workflow id, run id) of ``query``'s type that match it, a page at a time.
+
+        A page may hold fewer than ``page_size`` runs when the filter drops some; the
+        token goes on from where this page's read stopped.
+        """
+        names = {"#t": TYPE}
+        values: dict[str, Any] = {":t": {"S": query.workflow_type}}
+        key_condition = "#t = :t"
+        if query.status is not None:
+            names["#s"] = STATUS
+            values[":s"] = {"S": query.status.value}
+            key_condition += " AND #s = :s"
+        filters = []
+        for i, (key, literal) in enumerate(query.equals):
+            names["#sa"], names[f"#k{i}"] = SEARCH_ATTRIBUTES, key
+            values[f":v{i}"] = _literal(literal)
+            path = f"#sa.#k{i}"
+            if isinstance(literal, str):
+                # A keyword array matches when it holds the value (as in Temporal).
+                values[":list"] = {"S": "L"}
+                filters.append(
+                    f"({path} = :v{i} OR (attribute_type({path}, :list) AND contains({path}, :v{i})))"
+                )
+            else:
+                filters.append(f"{path} = :v{i}")
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": SEARCH_INDEX,
+            "KeyConditionExpression": key_condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+            "Limit": page_size,
+        }
+        if filters:
+            kwargs["FilterExpression"] = " AND ".join(filters)
+        if page_token:
+            try:
+                kwargs["ExclusiveStartKey"] = json.loads(base64.urlsafe_b64decode(page_token))
+            except ValueError:
+                raise BadRequest("nextPageToken is not one this API gave") from None
+        page = self._ddb.query(**kwargs)
+        runs = [
+            (item[PK]["S"].removeprefix(process_key("")), item[RUN_ID]["S"])
+            for item in page.get("Items", [])
+        ]
+        last = page.get("LastEvaluatedKey")
+        token = base64.urlsafe_b64encode(json.dumps(last).encode()).decode() if last else None
+        return runs, token
+
     def history(self, workflow_id: str, run_id: str) -> list[Event]:
         return [
             Event.model_validate_json(item["event"]["S"])
@@ -204,15 +277,42 @@ def encode(execution: Execution, *, sk: str) -> dict[str, Any]:
             f"{MAX_SNAPSHOT_BYTES}-byte limit of one DynamoDB item",
             workflow_id=execution.workflow_id,
         )
-    return {
+    item: dict[str, Any] = {
         PK: {"S": process_key(execution.workflow_id)},
         SK: {"S": sk},
         "ver": {"N": str(execution.version)},
-        "run_id": {"S": execution.run_id},
-        "status": {"S": execution.status.value},
-        "type": {"S": execution.workflow_type},
+        RUN_ID: {"S": execution.run_id},
+        STATUS: {"S": execution.status.value},
+        TYPE: {"S": execution.workflow_type},
         "doc": {"S": doc},
     }
+    if execution.search_attributes:
+        item[SEARCH_ATTRIBUTES] = {
+            "M": {k: _indexed(v) for k, v in execution.search_attributes.items()}
+        }
+    return item
+
+
+def _indexed(value: SearchAttribute) -> dict[str, Any]:
+    """A search attribute as the DynamoDB value a search filter compares with."""
+    kind = value.value_type
+    if kind is SearchAttributeValueType.KEYWORD_ARRAY:
+        return {"L": [{"S": s} for s in value.string_array_value or []]}
+    if kind is SearchAttributeValueType.BOOL:
+        return {"BOOL": bool(value.bool_value)}
+    if kind is SearchAttributeValueType.INT:
+        return {"N": str(value.integer_value)}
+    if kind is SearchAttributeValueType.DOUBLE:
+        return {"N": repr(value.double_value)}
+    return {"S": value.string_value or ""}
+
+
+def _literal(value: str | int | float | bool) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    if isinstance(value, str):
+        return {"S": value}
+    return {"N": repr(value)}
 
 
 def decode(item: dict[str, Any]) -> Execution:

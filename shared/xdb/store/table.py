@@ -8,6 +8,10 @@ Items (``pk`` / ``sk``)::
     WF#<workflowId> / RUN                      the current run's snapshot (streamed)
     WF#<workflowId> / RUN#<runId>              a replaced run, archived (read-only)
     WF#<workflowId> / H#<runId>#<ver>#<n>      history: the n-th event of version ver
+
+Run items (current and archived) also carry ``type``, ``status`` and ``sa`` (their search
+attributes as a map): the sparse index :data:`SEARCH_INDEX` lists runs by process type
+and status, for ``/api/v1/workflow/search``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ PK, SK = "pk", "sk"
 CURRENT = "RUN"
 TTL_ATTRIBUTE = "expires_at"
 STREAM_VIEW = "NEW_AND_OLD_IMAGES"
+SEARCH_INDEX = "by_type"
+TYPE, STATUS, RUN_ID, SEARCH_ATTRIBUTES = "type", "status", "run_id", "sa"
 
 TABLE: dict[str, Any] = {
     "KeySchema": [
@@ -27,6 +33,23 @@ TABLE: dict[str, Any] = {
     "AttributeDefinitions": [
         {"AttributeName": PK, "AttributeType": "S"},
         {"AttributeName": SK, "AttributeType": "S"},
+        {"AttributeName": TYPE, "AttributeType": "S"},
+        {"AttributeName": STATUS, "AttributeType": "S"},
+    ],
+    # Only run items have a type: history items stay out of the index. It holds little
+    # (keys, run id, search attributes), so an index write stays at one write unit.
+    "GlobalSecondaryIndexes": [
+        {
+            "IndexName": SEARCH_INDEX,
+            "KeySchema": [
+                {"AttributeName": TYPE, "KeyType": "HASH"},
+                {"AttributeName": STATUS, "KeyType": "RANGE"},
+            ],
+            "Projection": {
+                "ProjectionType": "INCLUDE",
+                "NonKeyAttributes": [RUN_ID, SEARCH_ATTRIBUTES],
+            },
+        }
     ],
     "BillingMode": "PAY_PER_REQUEST",
     "StreamSpecification": {"StreamEnabled": True, "StreamViewType": STREAM_VIEW},
