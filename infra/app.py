@@ -13,5 +13,11 @@ import aws_cdk as cdk  # noqa: E402
 from infra.stack import XdbStack  # noqa: E402
 
 app = cdk.App()
-XdbStack(app, app.node.try_get_context("stackName") or "Xdb")
+# cdk deploy -c globalAttributeTables=user,orders : the tables processes may bind to.
+tables = app.node.try_get_context("globalAttributeTables") or ""
+XdbStack(
+    app,
+    app.node.try_get_context("stackName") or "Xdb",
+    global_attribute_tables=[name.strip() for name in tables.split(",") if name.strip()],
+)
 app.synth()

@@ -6,6 +6,8 @@ The table's keys and stream, and the stream trigger's filter, come from
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_integrations as integrations
@@ -32,7 +34,17 @@ MAX_RECEIVES = 10
 
 
 class XdbStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, **kwargs: object) -> None:
+    """``global_attribute_tables``: names of your DynamoDB tables that processes may bind
+    global attributes to. The engine gets read and write access to those, nothing else."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        global_attribute_tables: Sequence[str] = (),
+        **kwargs: object,
+    ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
 
         self.table = dynamodb.Table(
@@ -94,6 +106,7 @@ class XdbStack(Stack):
             "XDB_SCHEDULE_GROUP": self.schedule_group.ref,
             "XDB_SCHEDULER_ROLE_ARN": self.scheduler_role.role_arn,
             "XDB_MAX_API_TIMEOUT_SECONDS": str(MAX_API_TIMEOUT_SECONDS),
+            "XDB_GLOBAL_ATTRIBUTE_TABLES": ",".join(global_attribute_tables),
             "POWERTOOLS_SERVICE_NAME": "xdb",
         }
 
@@ -118,6 +131,17 @@ class XdbStack(Stack):
         self.table.grant_read_write_data(self.api_function)
         self.table.grant_read_write_data(self.task_function)
         self.table.grant_write_data(self.stream_function)  # history items
+        if global_attribute_tables:
+            rows = iam.PolicyStatement(
+                # Read a bound row; write it in the commit's transaction.
+                actions=["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"],
+                resources=[
+                    self.format_arn(service="dynamodb", resource="table", resource_name=name)
+                    for name in global_attribute_tables
+                ],
+            )
+            for function_ in (self.api_function, self.task_function):
+                function_.add_to_role_policy(rows)
         self.queue.grant_send_messages(self.stream_function)
         self.queue.grant_send_messages(self.task_function)  # tasks due after 15 minutes
         schedules = self.format_arn(

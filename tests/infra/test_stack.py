@@ -132,3 +132,43 @@ def test_long_timers_have_a_schedule_group_and_a_role_for_the_queue(template: Te
             }
         },
     )
+
+
+def test_global_attribute_tables_are_allowed_and_granted_and_nothing_else() -> None:
+    template = Template.from_stack(
+        XdbStack(cdk.App(), "WithUsers", global_attribute_tables=["user"])
+    )
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Handler": "functions.task_sqs.lambda_handler",
+            "Environment": {
+                "Variables": Match.object_like({"XDB_GLOBAL_ATTRIBUTE_TABLES": "user"})
+            },
+        },
+    )
+    template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Action": [
+                                    "dynamodb:GetItem",
+                                    "dynamodb:UpdateItem",
+                                    "dynamodb:ConditionCheckItem",
+                                ],
+                                "Resource": {
+                                    "Fn::Join": Match.array_with(
+                                        [Match.array_with([":table/user"])]
+                                    )
+                                },
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )

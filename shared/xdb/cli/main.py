@@ -29,6 +29,15 @@ def main(argv: list[str] | None = None) -> int:
         help="a Python file whose main(api_url) runs once the engine is up",
     )
     dev.add_argument("--exit", action="store_true", help="stop once --run's script returns")
+    dev.add_argument(
+        "--user-table",
+        metavar="NAME:KEY",
+        action="append",
+        type=_user_table,
+        default=[],
+        help="create a table of your own (string primary key KEY) that processes may bind "
+        "global attributes to; repeatable",
+    )
 
     bench = commands.add_parser(
         "bench", help="measure state transitions per second on the local runtime"
@@ -44,20 +53,27 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command == "dev":
-        return _dev(args.port, args.run, args.exit)
+        return _dev(args.port, args.run, args.exit, dict(args.user_table))
     from xdb.local import bench as benchmark
 
     benchmark.main(processes=args.processes, states=args.states, stored=args.stored)
     return 0
 
 
-def _dev(port: int, script: str | None, exit_after: bool) -> int:
+def _user_table(text: str) -> tuple[str, str]:
+    name, _, key = text.partition(":")
+    if not name or not key:
+        raise argparse.ArgumentTypeError(f"{text!r}: give NAME:KEY, e.g. user:user_id")
+    return name, key
+
+
+def _dev(port: int, script: str | None, exit_after: bool, user_tables: dict[str, str]) -> int:
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s.%(msecs)03d %(message)s", datefmt="%H:%M:%S"
     )
     logging.getLogger("xdb.transitions").setLevel(logging.INFO)
     try:
-        engine = runtime.start(port=port)
+        engine = runtime.start(port=port, user_tables=user_tables)
     except OSError as error:
         print(
             f"xdb dev: cannot listen on 127.0.0.1:{port}: {error.strerror}. Is another engine running? Try --port.",

@@ -11,6 +11,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,10 +51,15 @@ class LocalRuntime:
 
 
 def start(
-    *, port: int = DEFAULT_PORT, task_threads: int = 16, max_api_timeout: float = 60.0
+    *,
+    port: int = DEFAULT_PORT,
+    task_threads: int = 16,
+    max_api_timeout: float = 60.0,
+    user_tables: Mapping[str, str] | None = None,
 ) -> LocalRuntime:
-    """Start everything; ``port=0`` picks a free port for the API."""
-    local = aws.start(max_api_timeout=max_api_timeout)
+    """Start everything; ``port=0`` picks a free port for the API. ``user_tables`` (name ->
+    primary key) are created for global attributes and allowed."""
+    local = aws.start(max_api_timeout=max_api_timeout, user_tables=user_tables)
     settings = local.settings
     os.environ.update(
         XDB_TABLE_NAME=settings.table_name,
@@ -63,6 +69,7 @@ def start(
         XDB_SCHEDULE_GROUP=settings.schedule_group or "",
         XDB_SCHEDULER_ROLE_ARN=settings.scheduler_role_arn or "",
         XDB_QUEUE_ARN=settings.queue_arn or "",
+        XDB_GLOBAL_ATTRIBUTE_TABLES=",".join(sorted(settings.global_attribute_tables)),
     )
     os.environ.pop("XDB_AWS_ENDPOINT_URL", None)
     engine_runtime.reset()
