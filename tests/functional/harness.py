@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from pydantic import SecretStr
+
 from functions import api_http, stream_ddb, task_sqs
 from xdb.engine import runtime
 from xdb.local import aws
@@ -48,6 +50,8 @@ class FakeWorker:
     answers: dict[tuple[str, str], Answer] = field(default_factory=dict)
     calls: Counter[tuple[str, str]] = field(default_factory=Counter)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # Each request as it arrived: (headers, raw body), to check signatures.
+    raw: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
 
     def on(self, api: str, state_id: str, answer: Answer) -> None:
         self.answers[(api, state_id)] = answer
@@ -86,7 +90,9 @@ def complete(output: Any) -> Answer:
 def serve(worker: FakeWorker) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            data = self.rfile.read(int(self.headers["Content-Length"]))
+            worker.raw.append((dict(self.headers.items()), data))
+            body = json.loads(data)
             try:
                 status, answer = worker.handle(self.path, body)
             except Exception as error:  # a scripted failure
@@ -107,6 +113,9 @@ def serve(worker: FakeWorker) -> ThreadingHTTPServer:
     return server
 
 
+SIGNING_SECRET = "functional-test-signing-secret"
+
+
 class Crash(BaseException):
     """A process dying mid-handler: not an Exception, so nothing in the handler catches it."""
 
@@ -116,7 +125,8 @@ class Harness:
         self.local = local
         self.clock = clock
         self.worker_url = worker_url
-        self.engine = runtime.build(local.settings, clock=clock, sleep=clock.advance)
+        settings = local.settings.model_copy(update={"signing_secret": SecretStr(SIGNING_SECRET)})
+        self.engine = runtime.build(settings, clock=clock, sleep=clock.advance)
         runtime.install(self.engine)
         self.sqs = local.client("sqs")
         self.ddb = local.client("dynamodb")

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import urllib3
 
-from xdb.core.errors import WorkerCallFailed
+from xdb.core.errors import BadRequest, WorkerCallFailed
+from xdb.core.workers import check_worker_url
+from xdb.signing import sign
 
 WAIT_UNTIL_PATH = "/api/v1/workflowState/start"
 EXECUTE_PATH = "/api/v1/workflowState/decide"
@@ -17,8 +20,19 @@ _DETAIL_LIMIT = 1000
 
 
 class WorkerClient:
-    def __init__(self, *, max_connections: int = 64) -> None:
+    """Signs every request with ``secret`` (see :mod:`xdb.signing`) and calls only URLs
+    the ``allowed`` prefixes allow (``None``: any)."""
+
+    def __init__(
+        self,
+        *,
+        secret: bytes | None = None,
+        allowed: Sequence[str] | None = None,
+        max_connections: int = 64,
+    ) -> None:
         self._http = urllib3.PoolManager(maxsize=max_connections, retries=False)
+        self._secret = secret
+        self._allowed = allowed
 
     def post(
         self, worker_url: str, path: str, body: dict[str, Any], *, timeout: float
@@ -26,11 +40,19 @@ class WorkerClient:
         """POST a JSON body; return the JSON answer or raise :class:`WorkerCallFailed`."""
         url = worker_url.rstrip("/") + path
         try:
+            check_worker_url(worker_url, self._allowed)
+        except BadRequest as error:
+            raise WorkerCallFailed(error.message, url=url) from None
+        data = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"}
+        if self._secret is not None:
+            headers.update(sign(self._secret, data))
+        try:
             response = self._http.request(
                 "POST",
                 url,
-                body=json.dumps(body).encode(),
-                headers={"Content-Type": "application/json"},
+                body=data,
+                headers=headers,
                 timeout=urllib3.Timeout(connect=min(timeout, 5.0), read=timeout),
             )
         except urllib3.exceptions.HTTPError as error:

@@ -18,6 +18,7 @@ from xdb.core.errors import (
     ProcessClosed,
     VersionConflict,
 )
+from xdb.core.workers import check_worker_url
 from xdb.engine.commit import MAX_CONFLICTS, commit, load
 from xdb.engine.runtime import Engine
 from xdb.model.execution import Completion, Event, EventKind, Execution, GlobalBinding
@@ -100,8 +101,7 @@ def _start_spec(engine: Engine, request: WorkflowStartRequest) -> commands.Start
         raise NotSupported(
             f"not supported yet by XDB: {', '.join(unsupported)}", fields=unsupported
         )
-    if not request.iwf_worker_url.startswith(("http://", "https://")):
-        raise NotSupported("iwfWorkerUrl must be an http:// or https:// URL")
+    check_worker_url(request.iwf_worker_url, engine.settings.worker_urls)
     already = options.workflow_already_started_options if options else None
     binding = options.global_attributes if options else None
     if binding is not None:

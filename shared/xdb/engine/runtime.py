@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
+from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from botocore import UNSIGNED
 from botocore.config import Config
 
@@ -57,9 +58,22 @@ def build(settings: Settings, **overrides: Any) -> Engine:
         settings=settings,
         store=ExecutionStore(aws_client(settings, "dynamodb"), settings.table_name),
         queue=TaskQueue(aws_client(settings, "sqs"), settings.queue_url, scheduler),
-        worker=WorkerClient(),
+        worker=WorkerClient(secret=signing_secret(settings), allowed=settings.worker_urls),
         **overrides,
     )
+
+
+def signing_secret(settings: Settings) -> bytes | None:
+    """The key that signs worker requests: from the settings, or from Secrets Manager."""
+    if settings.signing_secret is not None:
+        return settings.signing_secret.get_secret_value().encode()
+    if settings.signing_secret_arn:
+        provider = SecretsProvider(boto3_client=aws_client(settings, "secretsmanager"))
+        value = provider.get(settings.signing_secret_arn)
+        if not isinstance(value, str | bytes) or not value:
+            raise ValueError(f"secret {settings.signing_secret_arn} holds no signing key")
+        return value.encode() if isinstance(value, str) else value
+    return None
 
 
 _installed: Engine | None = None

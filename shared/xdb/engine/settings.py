@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 
 class Settings(BaseModel):
@@ -31,6 +31,12 @@ class Settings(BaseModel):
     queue_arn: str | None = None
     # XDB global attributes: the user tables processes may bind to (nothing else is touched).
     global_attribute_tables: frozenset[str] = frozenset()
+    # Worker URL prefixes this deployment may call (None: any; only the local runtime).
+    worker_urls: tuple[str, ...] | None = None
+    # The HMAC key that signs worker requests: given directly (local runtime, tests) or
+    # read from Secrets Manager at start-up (deployed stack).
+    signing_secret: SecretStr | None = None
+    signing_secret_arn: str | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -44,12 +50,18 @@ class Settings(BaseModel):
             "schedule_group": env.get("XDB_SCHEDULE_GROUP") or None,
             "scheduler_role_arn": env.get("XDB_SCHEDULER_ROLE_ARN") or None,
             "queue_arn": env.get("XDB_QUEUE_ARN") or None,
+            "signing_secret": env.get("XDB_SIGNING_SECRET") or None,
+            "signing_secret_arn": env.get("XDB_SIGNING_SECRET_ARN") or None,
             "global_attribute_tables": frozenset(
                 name.strip()
                 for name in env.get("XDB_GLOBAL_ATTRIBUTE_TABLES", "").split(",")
                 if name.strip()
             ),
         }
+        if "XDB_WORKER_URLS" in env:
+            values["worker_urls"] = tuple(
+                url.strip() for url in env["XDB_WORKER_URLS"].split(",") if url.strip()
+            )
         for name, key in (
             ("max_api_timeout", "XDB_MAX_API_TIMEOUT_SECONDS"),
             ("long_poll_seconds", "XDB_LONG_POLL_SECONDS"),

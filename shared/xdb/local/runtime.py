@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import secrets
 import threading
 import time
 from collections.abc import Mapping
@@ -72,6 +73,8 @@ def start(
         XDB_GLOBAL_ATTRIBUTE_TABLES=",".join(sorted(settings.global_attribute_tables)),
     )
     os.environ.pop("XDB_AWS_ENDPOINT_URL", None)
+    # Worker requests are signed locally too; set XDB_SIGNING_SECRET to choose the key.
+    os.environ.setdefault("XDB_SIGNING_SECRET", secrets.token_urlsafe(32))
     engine_runtime.reset()
     api, stream, task = (_function(name) for name in ("api_http", "stream_ddb", "task_sqs"))
 
