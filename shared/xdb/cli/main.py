@@ -1,16 +1,24 @@
-"""The ``xdb`` command: ``xdb dev`` runs the engine locally, ``xdb bench`` measures it."""
+"""The ``xdb`` command: ``xdb dev`` runs the engine locally, ``xdb bench`` measures it,
+``xdb invoke`` runs one Lambda handler on a sample event against ``xdb dev``."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
+import json
 import logging
+import os
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
-from xdb.local import runtime
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError
+
+from xdb.local import aws, runtime
+from xdb.local.pumps import context_for
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,12 +59,56 @@ def main(argv: list[str] | None = None) -> int:
         help="completed processes stored before the second run",
     )
 
+    invoke = commands.add_parser(
+        "invoke",
+        help="run one Lambda handler on an event file (e.g. events/*.json) against `xdb dev`",
+    )
+    invoke.add_argument("function", choices=sorted(HANDLERS), help="which function")
+    invoke.add_argument("event", help="a JSON event file, e.g. events/api_start_workflow.json")
+    invoke.add_argument(
+        "--aws-url", required=True, help="the moto URL that `xdb dev` prints at start"
+    )
+
     args = parser.parse_args(argv)
     if args.command == "dev":
         return _dev(args.port, args.run, args.exit, dict(args.user_table))
+    if args.command == "invoke":
+        return _invoke(args.function, args.event, args.aws_url)
     from xdb.local import bench as benchmark
 
     benchmark.main(processes=args.processes, states=args.states, stored=args.stored)
+    return 0
+
+
+HANDLERS = {"api": "api_http", "stream": "stream_ddb", "task": "task_sqs"}
+
+
+def _invoke(function: str, event_file: str, aws_url: str) -> int:
+    """Call a handler in this process, with the settings of the running `xdb dev`."""
+    try:
+        event = json.loads(Path(event_file).read_text())
+    except (OSError, ValueError) as error:
+        print(f"xdb invoke: cannot read {event_file}: {error}", file=sys.stderr)
+        return 1
+    for key, value in (
+        ("AWS_ACCESS_KEY_ID", "local"),
+        ("AWS_SECRET_ACCESS_KEY", "local"),
+        ("AWS_DEFAULT_REGION", aws.REGION),
+    ):
+        os.environ.setdefault(key, value)
+    sqs = boto3.client("sqs", endpoint_url=aws_url, region_name=aws.REGION)
+    try:
+        queue_url = sqs.get_queue_url(QueueName=aws.QUEUE_NAME)["QueueUrl"]
+    except (BotoCoreError, ClientError) as error:
+        print(f"xdb invoke: no `xdb dev` at {aws_url}: {error}", file=sys.stderr)
+        return 1
+    os.environ.update(
+        XDB_AWS_ENDPOINT_URL=aws_url,
+        XDB_TABLE_NAME=aws.TABLE_NAME,
+        XDB_QUEUE_URL=queue_url,
+    )
+    module = importlib.import_module(f"functions.{HANDLERS[function]}")
+    print(json.dumps(module.lambda_handler(event, context_for(function)), indent=2))
     return 0
 
 
