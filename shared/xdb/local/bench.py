@@ -9,13 +9,16 @@ A transition is one committed state execution (a worker answer applied to the ta
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import socket
 import statistics
 import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import urllib3
@@ -24,6 +27,7 @@ from xdb.core import commands, transitions
 from xdb.engine.runtime import Engine
 from xdb.local import runtime
 from xdb.local.bench_worker import TIMER_SECONDS
+from xdb.local.meter import Meter, metering
 from xdb.model.execution import EventKind, Execution, StateOptions
 from xdb.model.wire import (
     EncodedObject,
@@ -39,6 +43,12 @@ TIMERS = 500
 
 
 def main(*, processes: int, states: int, stored: int) -> None:
+    with metering() as meter:
+        _main(meter, processes=processes, states=states, stored=stored)
+    _cold_start()
+
+
+def _main(meter: Meter, *, processes: int, states: int, stored: int) -> None:
     port = _free_port()
     # The worker's output goes nowhere: it must not hold the caller's pipes open.
     command = [
@@ -56,13 +66,14 @@ def main(*, processes: int, states: int, stored: int) -> None:
     http = urllib3.PoolManager(maxsize=32)
     engine = None
     try:
-        engine = runtime.start(port=0, task_threads=8)
+        engine = runtime.start(port=0, task_threads=8, meter=meter)
         _wait_for(http, f"http://127.0.0.1:{port}/")
         print(
             f"xdb bench: {processes} concurrent processes x {states} states, local runtime, worker on 127.0.0.1:{port}"
         )
         empty = _run(http, engine, f"http://127.0.0.1:{port}", processes, states, "empty")
         print(f"  empty table:                 {empty:8.1f} transitions/s")
+        _cost(http, engine, meter, f"http://127.0.0.1:{port}", states)
         p50, p99 = _timer_lateness(http, engine, f"http://127.0.0.1:{port}", TIMERS)
         print(
             f"  timer lateness, {TIMERS} processes x {TIMER_SECONDS}s timer: "
@@ -93,12 +104,13 @@ def _run(
     processes: int,
     states: int,
     label: str,
+    first: str = "S",
 ) -> float:
     before = _completed(http, worker_url)
     ids = [f"bench-{label}-{i}-{uuid.uuid4().hex[:6]}" for i in range(processes)]
     started = time.perf_counter()
     for workflow_id in ids:
-        _start(http, engine, workflow_id, worker_url, "S1", skip_wait_until=True)
+        _start(http, engine, workflow_id, worker_url, f"{first[0]}1", skip_wait_until=True)
     last_report = started
     while (done := _completed(http, worker_url) - before) < processes:
         if time.perf_counter() - last_report > 10:
@@ -114,7 +126,8 @@ def _run(
     store = engine.engine.store
     pending = list(ids)
     while pending:
-        pending = [i for i in pending if not (e := store.current(i)) or not e.status.closed]
+        with engine.meter.paused() if engine.meter else contextlib.nullcontext():
+            pending = [i for i in pending if not (e := store.current(i)) or not e.status.closed]
         if pending:
             time.sleep(0.05)
     elapsed = time.perf_counter() - started
@@ -242,3 +255,80 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+COST_PROCESSES = 100
+
+
+def _cost(
+    http: urllib3.PoolManager,
+    engine: runtime.LocalRuntime,
+    meter: Meter,
+    worker_url: str,
+    states: int,
+) -> None:
+    """Price the reference workload: processes of ``states`` states with 1 KB of attributes."""
+    meter.reset()
+    _run(http, engine, worker_url, COST_PROCESSES, states, "cost", first="C")
+    time.sleep(1.0)  # the last stream records and their history writes
+    transitions = COST_PROCESSES * states
+    dollars = meter.dollars()
+    per_million = sum(dollars.values()) / transitions * 1e6
+    print(
+        f"  cost, {COST_PROCESSES} processes x {states} states with 1 KB of attributes "
+        "(us-east-1 list prices, docs/cost.md):"
+    )
+    for name, amount in dollars.items():
+        print(f"    {name:<18} ${amount / transitions * 1e6:7.3f} per million transitions")
+    print(f"    {'total':<18} ${per_million:7.3f} per million transitions   (goal: <= $2.00)")
+    print(
+        f"    AWS requests per transition: {meter.aws_requests() / transitions:.2f}  "
+        f"(DynamoDB write units {meter.write_units / transitions:.2f}, "
+        f"read units {meter.read_units / transitions:.2f}, "
+        f"Lambda invocations {sum(meter.invocations.values()) / transitions:.2f})"
+    )
+
+
+HANDLERS = ("api_http", "stream_ddb", "task_sqs")
+_IMPORT_TIME = """
+import importlib, sys, time
+started = time.perf_counter()
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+print(time.perf_counter() - started)
+"""
+_THIRD_PARTY = """
+import sys
+before = set(sys.modules)
+__import__(sys.argv[1])
+std = sys.stdlib_module_names
+print(" ".join(sorted(
+    name for name in set(sys.modules) - before
+    if name.split(".")[0] not in std | {"xdb", "functions"}
+    and not name.startswith("_") and name != "six.moves"
+)))
+"""
+
+
+def _cold_start(runs: int = 7) -> None:
+    """Import time of each handler module, as a ratio to importing its third-party
+    dependencies alone (each in a fresh interpreter; medians of ``runs``)."""
+    print(f"  cold start (import in a fresh interpreter, median of {runs}):")
+    for handler in HANDLERS:
+        module = f"functions.{handler}"
+        deps = _python(_THIRD_PARTY, module).split()
+        own = statistics.median(float(_python(_IMPORT_TIME, module)) for _ in range(runs))
+        alone = statistics.median(float(_python(_IMPORT_TIME, *deps)) for _ in range(runs))
+        print(
+            f"    {handler:<11} {own * 1000:6.0f} ms, dependencies alone {alone * 1000:6.0f} ms, "
+            f"ratio {own / alone:.2f}   (goal: <= 1.3)"
+        )
+
+
+def _python(code: str, *args: str) -> str:
+    root = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "shared")])}
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=True
+    )
+    return done.stdout.strip()

@@ -2,6 +2,8 @@
 
 State ``S1`` .. ``S<n>``: each execute moves to the next; the last completes the process.
 State ``Wait``: wait_until asks for a 2-second timer; execute completes the process.
+States ``C1`` .. ``C<n>``: like ``S``, and ``C1`` also writes 1 KB of attributes that the
+process carries to its end (the cost model's reference workload).
 It speaks the iWF worker protocol directly, and runs in its own process so the engine's
 figures are not mixed with the worker's work.
 """
@@ -20,6 +22,8 @@ _lock = threading.Lock()
 
 
 TIMER_SECONDS = 2
+# 1 KB of attributes, as JSON.
+PROFILE = json.dumps({"notes": "x" * 1000})
 
 
 def answer(states: int, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -37,9 +41,9 @@ def answer(states: int, path: str, body: dict[str, Any]) -> dict[str, Any]:
         with _lock:
             _completed += 1
         return {"stateDecision": {"nextStates": [{"stateId": "_SYS_GRACEFUL_COMPLETING_WORKFLOW"}]}}
-    number = int(body["workflowStateId"][1:])
+    prefix, number = body["workflowStateId"][0], int(body["workflowStateId"][1:])
     if number < states:
-        movement = {"stateId": f"S{number + 1}", "stateOptions": {"skipWaitUntil": True}}
+        movement = {"stateId": f"{prefix}{number + 1}", "stateOptions": {"skipWaitUntil": True}}
     else:
         with _lock:
             _completed += 1
@@ -47,10 +51,10 @@ def answer(states: int, path: str, body: dict[str, Any]) -> dict[str, Any]:
             "stateId": "_SYS_GRACEFUL_COMPLETING_WORKFLOW",
             "stateInput": {"encoding": "json", "data": '"done"'},
         }
-    return {
-        "stateDecision": {"nextStates": [movement]},
-        "upsertDataObjects": [{"key": "step", "value": {"encoding": "json", "data": str(number)}}],
-    }
+    upserts = [{"key": "step", "value": {"encoding": "json", "data": str(number)}}]
+    if prefix == "C" and number == 1:
+        upserts.append({"key": "profile", "value": {"encoding": "json", "data": PROFILE}})
+    return {"stateDecision": {"nextStates": [movement]}, "upsertDataObjects": upserts}
 
 
 def serve(port: int, states: int) -> ThreadingHTTPServer:

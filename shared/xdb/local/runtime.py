@@ -20,6 +20,7 @@ from xdb.engine import runtime as engine_runtime
 from xdb.local import aws
 from xdb.local.aws import LocalAws, MotoStream
 from xdb.local.http_api import ApiServer
+from xdb.local.meter import Meter
 from xdb.local.pumps import QueuePump, StreamPump
 
 logger = logging.getLogger(__name__)
@@ -35,6 +36,8 @@ class LocalRuntime:
     _server: ApiServer
     _stop: threading.Event
     _threads: list[threading.Thread] = field(default_factory=list)
+    # Counts AWS requests and prices them, when the runtime was started with one.
+    meter: Meter | None = None
 
     @property
     def engine(self) -> engine_runtime.Engine:
@@ -57,6 +60,7 @@ def start(
     task_threads: int = 16,
     max_api_timeout: float = 60.0,
     user_tables: Mapping[str, str] | None = None,
+    meter: Meter | None = None,
 ) -> LocalRuntime:
     """Start everything; ``port=0`` picks a free port for the API. ``user_tables`` (name ->
     primary key) are created for global attributes and allowed."""
@@ -76,7 +80,7 @@ def start(
     # Worker requests are signed locally too; set XDB_SIGNING_SECRET to choose the key.
     os.environ.setdefault("XDB_SIGNING_SECRET", secrets.token_urlsafe(32))
     engine_runtime.reset()
-    api, stream, task = (_function(name) for name in ("api_http", "stream_ddb", "task_sqs"))
+    api, stream, task = (_function(name, meter) for name in ("api_http", "stream_ddb", "task_sqs"))
 
     stop = threading.Event()
     sqs = local.client("sqs")
@@ -93,9 +97,16 @@ def start(
         thread.start()
     threads.append(server.start())
     return LocalRuntime(
-        f"http://127.0.0.1:{server.server_port}", local, table_stream, server, stop, threads
+        f"http://127.0.0.1:{server.server_port}",
+        local,
+        table_stream,
+        server,
+        stop,
+        threads,
+        meter,
     )
 
 
-def _function(name: str) -> Any:
-    return importlib.import_module(f"functions.{name}").lambda_handler
+def _function(name: str, meter: Meter | None) -> Any:
+    handler = importlib.import_module(f"functions.{name}").lambda_handler
+    return meter.invoked(name, handler) if meter else handler

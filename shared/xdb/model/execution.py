@@ -24,7 +24,7 @@ from xdb.model.wire import (
 
 
 class Domain(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first use
 
 
 class Status(StrEnum):
