@@ -13,7 +13,9 @@ from typing import Any, TypeVar
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from pydantic import BaseModel, ValidationError
 
+from xdb.api.docs_page import PAGE
 from xdb.api.errors import status_of
+from xdb.api.openapi import engine_document
 from xdb.core.errors import XdbError
 from xdb.engine import processes, rpc
 from xdb.engine.runtime import engine
@@ -90,6 +92,16 @@ ROUTES: list[tuple[str, type[BaseModel], Callable[[Any, Any], wire._Wire | None]
 ]
 for route in ROUTES:
     _route(*route)
+
+
+@app.get("/openapi.json")
+def openapi_document() -> Response:
+    return _json(200, engine_document())
+
+
+@app.get("/docs")
+def docs_page() -> Response:
+    return Response(status_code=200, content_type="text/html; charset=utf-8", body=PAGE)
 
 
 @app.get("/info/healthcheck")
