@@ -1,9 +1,11 @@
 """Lambda code without Docker: prebuilt asset folders under ``.build/lambda``.
 
 * code: the ``xdb`` package (without the local runtime and CLI) and ``functions/``;
-* dependencies: a layer with pydantic and aws-lambda-powertools for Python 3.12 on arm64,
-  installed by pip from wheels for that platform (boto3 comes with the Lambda runtime).
-  It is built once per set of versions and reused.
+* dependencies: a layer with pydantic, aws-lambda-powertools and aws-xray-sdk (for its
+  Tracer) for Python 3.12 on arm64, installed by pip from wheels for that platform. It is
+  built once per set of versions and reused. boto3 and botocore come with the Lambda
+  runtime: the X-Ray SDK and wrapt are installed without their dependencies, so the layer
+  does not shadow the runtime's botocore.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ REQUIREMENTS = [
     f"pydantic=={version('pydantic')}",
     f"aws-lambda-powertools=={version('aws-lambda-powertools')}",
 ]
+WITHOUT_DEPENDENCIES = [
+    f"aws-xray-sdk=={version('aws-xray-sdk')}",
+    f"wrapt=={version('wrapt')}",
+]
 LOCAL_ONLY = ("local", "cli")
 
 
@@ -40,35 +46,42 @@ def code_asset() -> lambda_.Code:
 
 
 def dependencies_asset() -> lambda_.Code:
-    digest = hashlib.sha256("\n".join(REQUIREMENTS).encode()).hexdigest()[:16]
+    everything = [*REQUIREMENTS, *WITHOUT_DEPENDENCIES]
+    digest = hashlib.sha256("\n".join(everything).encode()).hexdigest()[:16]
     target = BUILD / f"deps-{digest}"
     if not (target / "python").is_dir():
         staging = target.with_suffix(".partial")
         shutil.rmtree(staging, ignore_errors=True)
         print(
-            f"building the Lambda dependencies layer ({', '.join(REQUIREMENTS)}) ...",
+            f"building the Lambda dependencies layer ({', '.join(everything)}) ...",
             file=sys.stderr,
         )
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--target",
-                str(staging / "python"),
-                "--platform",
-                "manylinux2014_aarch64",
-                "--implementation",
-                "cp",
-                "--python-version",
-                "3.12",
-                "--only-binary=:all:",
-                *REQUIREMENTS,
-            ],
-            check=True,
-        )
+        _pip_install(staging / "python", REQUIREMENTS)
+        _pip_install(staging / "python", WITHOUT_DEPENDENCIES, "--no-deps")
         staging.rename(target)
     return lambda_.Code.from_asset(str(target))
+
+
+def _pip_install(target: Path, requirements: list[str], *options: str) -> None:
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            "--platform",
+            "manylinux2014_aarch64",
+            "--implementation",
+            "cp",
+            "--python-version",
+            "3.12",
+            "--only-binary=:all:",
+            *options,
+            *requirements,
+        ],
+        check=True,
+    )
