@@ -20,7 +20,7 @@ from xdb.core.errors import XdbError
 from xdb.engine import processes, rpc
 from xdb.engine.runtime import engine
 from xdb.model import wire
-from xdb.model.wire import ErrorResponse, ErrorSubStatus
+from xdb.model.wire import ErrorResponse
 
 app = APIGatewayHttpResolver()
 
@@ -125,10 +125,22 @@ def engine_error(error: XdbError) -> Response:
 
 @app.not_found
 def not_found(_: Exception) -> Response:
-    return _json(
-        404,
-        ErrorResponse(
-            detail=f"no such endpoint: {app.current_event.path}",
-            sub_status=ErrorSubStatus.UNCATEGORIZED_SUB_STATUS,
-        ).dump(),
-    )
+    path = app.current_event.path
+    if path in _METHODS:
+        method = _METHODS[path]
+        detail = f"{path} takes {method}, not {app.current_event.http_method}"
+        return Response(
+            status_code=405,
+            content_type="application/json",
+            body=json.dumps(ErrorResponse(detail=detail).dump()),
+            headers={"Allow": method},
+        )
+    return _json(404, ErrorResponse(detail=f"no such endpoint: {path}").dump())
+
+
+# The method each path takes, to answer 405 for the others.
+_METHODS = {path: "POST" for path, _, _ in ROUTES} | {
+    "/info/healthcheck": "GET",
+    "/openapi.json": "GET",
+    "/docs": "GET",
+}

@@ -62,11 +62,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
     server: ApiServer
     protocol_version = "HTTP/1.1"
 
-    def do_GET(self) -> None:
-        self._invoke("GET")
-
-    def do_POST(self) -> None:
-        self._invoke("POST")
+    def __getattr__(self, name: str) -> Any:
+        # Like API Gateway's $default route, every method goes to the API function
+        # (which answers 405 for a method a path does not take).
+        if name.startswith("do_"):
+            return lambda: self._invoke(name[3:])
+        raise AttributeError(name)
 
     def _invoke(self, method: str) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -83,7 +84,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        if method != "HEAD":
+            self.wfile.write(data)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the transitions log is the useful one
