@@ -1,6 +1,6 @@
 """The XDB stack: one table with a stream, a task queue with a DLQ, three functions, an HTTP API.
 
-The table's keys and stream, and the stream trigger's filter, come from
+The table's keys and stream, the task queue's settings and both triggers come from
 :mod:`xdb.store.table`, the same definition the local runtime builds from.
 """
 
@@ -23,14 +23,11 @@ from infra.bundling import code_asset, dependencies_asset
 from xdb.store import table as schema
 
 RUNTIME = lambda_.Runtime.PYTHON_3_12
-# A worker call may take this long; the task function outlives it by a margin.
-MAX_API_TIMEOUT_SECONDS = 60
-TASK_TIMEOUT = Duration.seconds(MAX_API_TIMEOUT_SECONDS + 30)
+MAX_API_TIMEOUT_SECONDS = schema.MAX_API_TIMEOUT_SECONDS
+TASK_TIMEOUT = Duration.seconds(schema.TASK_FUNCTION_TIMEOUT_SECONDS)
 # API Gateway ends a request at 29 s; long polls end at 25 s (see Settings).
 API_TIMEOUT = Duration.seconds(29)
 STREAM_TIMEOUT = Duration.seconds(60)
-# Tasks are retried by the engine's own policies; SQS's count only catches poison messages.
-MAX_RECEIVES = 10
 
 
 class XdbStack(Stack):
@@ -69,13 +66,20 @@ class XdbStack(Stack):
                 projection_type=dynamodb.ProjectionType(index["Projection"]["ProjectionType"]),
                 non_key_attributes=index["Projection"].get("NonKeyAttributes"),
             )
-        self.dlq = sqs.Queue(self, "TasksDlq", retention_period=Duration.days(14), enforce_ssl=True)
+        settings = schema.TASK_QUEUE
+        self.dlq = sqs.Queue(
+            self,
+            "TasksDlq",
+            retention_period=Duration.seconds(settings["DeadLetterRetentionSeconds"]),
+            enforce_ssl=True,
+        )
         self.queue = sqs.Queue(
             self,
             "Tasks",
-            # AWS's advice: at least 6 times the consuming function's timeout.
-            visibility_timeout=Duration.seconds(TASK_TIMEOUT.to_seconds() * 6),
-            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=MAX_RECEIVES),
+            visibility_timeout=Duration.seconds(settings["VisibilityTimeout"]),
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=self.dlq, max_receive_count=settings["MaxReceiveCount"]
+            ),
             enforce_ssl=True,
         )
 
@@ -156,19 +160,22 @@ class XdbStack(Stack):
             )
             self.scheduler_role.grant_pass_role(function_)
 
+        stream, task = schema.STREAM_TRIGGER, schema.TASK_TRIGGER
         self.stream_function.add_event_source(
             sources.DynamoEventSource(
                 self.table,
                 starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-                batch_size=100,
-                bisect_batch_on_error=True,
-                retry_attempts=10,
+                batch_size=stream["BatchSize"],
+                bisect_batch_on_error=stream["BisectBatchOnFunctionError"],
+                retry_attempts=stream["MaximumRetryAttempts"],
                 report_batch_item_failures=True,
-                filters=[lambda_.FilterCriteria.filter(schema.STREAM_FILTER)],
+                filters=[lambda_.FilterCriteria.filter(stream["Filter"])],
             )
         )
         self.task_function.add_event_source(
-            sources.SqsEventSource(self.queue, batch_size=10, report_batch_item_failures=True)
+            sources.SqsEventSource(
+                self.queue, batch_size=task["BatchSize"], report_batch_item_failures=True
+            )
         )
 
         self.http_api = apigw.HttpApi(

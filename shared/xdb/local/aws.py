@@ -8,6 +8,7 @@ or boto3 from outside can look at the table and the queues while the engine runs
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -23,16 +24,13 @@ from moto.server import ThreadedMotoServer
 from xdb.engine.settings import Settings
 from xdb.local import moto_fixes
 from xdb.local.pumps import SchedulePump
-from xdb.store.table import TABLE
+from xdb.store.table import MAX_API_TIMEOUT_SECONDS, TABLE, TASK_QUEUE
 
 REGION = "us-east-1"
 TABLE_NAME = "xdb-executions"
 QUEUE_NAME = "xdb-tasks"
 DLQ_NAME = "xdb-tasks-dlq"
 SCHEDULE_GROUP = "xdb-timers"
-# Mirrors the deployed queue: a task is retried this often before it goes to the DLQ.
-MAX_RECEIVES = 10
-VISIBILITY_TIMEOUT = 90
 
 
 class MotoStream:
@@ -115,10 +113,10 @@ class LocalAws:
 def start(
     *,
     server_port: int = 0,
-    max_api_timeout: float = 60.0,
+    max_api_timeout: float = MAX_API_TIMEOUT_SECONDS,
     user_tables: Mapping[str, str] | None = None,
 ) -> LocalAws:
-    """Start moto, create the table and queues, and return settings for the engine.
+    """Start moto, create the table and queues as deployed, and return settings for the engine.
 
     ``user_tables`` (table name -> its string primary key) are tables of the user's own
     that processes may bind global attributes to: created empty and allowed.
@@ -146,15 +144,19 @@ def start(
         raise RuntimeError("a local runtime is already running in this process; stop it first")
     table = dynamodb.create_table(TableName=TABLE_NAME, **TABLE)["TableDescription"]
     sqs = boto3.client("sqs", region_name=REGION)
-    dlq_url = sqs.create_queue(QueueName=DLQ_NAME)["QueueUrl"]
+    dlq_url = sqs.create_queue(
+        QueueName=DLQ_NAME,
+        Attributes={"MessageRetentionPeriod": str(TASK_QUEUE["DeadLetterRetentionSeconds"])},
+    )["QueueUrl"]
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
     ]
+    redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": TASK_QUEUE["MaxReceiveCount"]}
     queue_url = sqs.create_queue(
         QueueName=QUEUE_NAME,
         Attributes={
-            "VisibilityTimeout": str(VISIBILITY_TIMEOUT),
-            "RedrivePolicy": f'{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"{MAX_RECEIVES}"}}',
+            "VisibilityTimeout": str(TASK_QUEUE["VisibilityTimeout"]),
+            "RedrivePolicy": json.dumps(redrive),
         },
     )["QueueUrl"]
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[

@@ -1,7 +1,9 @@
-"""The one DynamoDB table: its keys and stream, defined once.
+"""The one DynamoDB table, its stream trigger and the task queue, defined once.
 
-The CDK stack and the local runtime both build the table from :data:`TABLE`, so what
-is deployed and what runs locally cannot drift apart.
+The CDK stack and the local runtime both build the table from :data:`TABLE`, the task
+queue from :data:`TASK_QUEUE`, and their triggers from :data:`STREAM_TRIGGER` and
+:data:`TASK_TRIGGER`, so what is deployed and what runs locally cannot drift apart
+(``tests/infra/test_definition.py`` compares the two).
 
 Items (``pk`` / ``sk``)::
 
@@ -58,6 +60,37 @@ TABLE: dict[str, Any] = {
 # Only changes of a current-run snapshot are work for the stream handler; history and
 # archive items are not. This is a Lambda event filter pattern (and the local pump's).
 STREAM_FILTER: dict[str, Any] = {"dynamodb": {"Keys": {SK: {"S": [CURRENT]}}}}
+
+# A worker call may take this long (Settings.max_api_timeout); the task function that
+# makes it outlives it by a margin for the load before and the commit after.
+MAX_API_TIMEOUT_SECONDS = 60
+TASK_FUNCTION_TIMEOUT_SECONDS = MAX_API_TIMEOUT_SECONDS + 30
+
+TASK_QUEUE: dict[str, int] = {
+    # AWS's advice for a queue that triggers a function: at least 6 times the function's
+    # timeout, so a batch Lambda retries after throttling is not redelivered meanwhile.
+    # It is also how long a task whose handler died waits before it runs again.
+    "VisibilityTimeout": 6 * TASK_FUNCTION_TIMEOUT_SECONDS,
+    # Tasks are retried by the engine's own policies; SQS's count only catches poison
+    # messages, which then wait in the dead-letter queue.
+    "MaxReceiveCount": 10,
+    # SQS's maximum: two weeks to look at a poison message before it is gone.
+    "DeadLetterRetentionSeconds": 14 * 24 * 3600,
+}
+
+# The stream trigger (an event source mapping on AWS, the stream pump locally).
+STREAM_TRIGGER: dict[str, Any] = {
+    "BatchSize": 100,
+    # The handler reports the first failed record; a batch that keeps failing is split
+    # in two to isolate a poison record, which goes to the on-failure destination after
+    # this many retries instead of blocking its shard.
+    "MaximumRetryAttempts": 10,
+    "BisectBatchOnFunctionError": True,
+    "Filter": STREAM_FILTER,
+}
+
+# The task trigger: messages per invocation, each reported on its own when it fails.
+TASK_TRIGGER: dict[str, Any] = {"BatchSize": 10}
 
 
 def process_key(workflow_id: str) -> str:
