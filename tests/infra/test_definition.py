@@ -25,7 +25,9 @@ LocalAws = aws.LocalAws
 @pytest.fixture(scope="module")
 def template() -> Template:
     app = cdk.App()
-    return Template.from_stack(XdbStack(app, "Definition"))
+    return Template.from_stack(
+        XdbStack(app, "Definition", worker_urls=["https://workers.example.com/"])
+    )
 
 
 @pytest.fixture(scope="module")
