@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from botocore.exceptions import ClientError
+from pydantic import TypeAdapter
 
 from xdb.core.errors import BadRequest, GlobalRowExists, PayloadTooLarge, VersionConflict
 from xdb.core.search_query import SearchQuery
@@ -177,11 +178,12 @@ class ExecutionStore:
         )
 
     def append_history_of(self, executions: list[Execution]) -> None:
-        """Write the events of these versions as history items (fixed keys: idempotent)."""
+        """Write the events of these versions as history, one item per version (fixed
+        keys: writing one twice is harmless)."""
         requests = [
-            {"PutRequest": {"Item": _history_item(execution, index, event)}}
+            {"PutRequest": {"Item": _history_item(execution)}}
             for execution in executions
-            for index, event in enumerate(execution.events)
+            if execution.events
         ]
         for start in range(0, len(requests), 25):
             pending: dict[str, Any] = {self._table: requests[start : start + 25]}
@@ -243,8 +245,9 @@ class ExecutionStore:
 
     def history(self, workflow_id: str, run_id: str) -> list[Event]:
         return [
-            Event.model_validate_json(item["event"]["S"])
+            event
             for item in self._query(process_key(workflow_id), history_prefix(run_id))
+            for event in _EVENTS.validate_json(item["events"]["S"])
         ]
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
@@ -319,9 +322,12 @@ def decode(item: dict[str, Any]) -> Execution:
     return Execution.model_validate_json(item["doc"]["S"])
 
 
-def _history_item(execution: Execution, index: int, event: Event) -> dict[str, Any]:
+def _history_item(execution: Execution) -> dict[str, Any]:
     return {
         PK: {"S": process_key(execution.workflow_id)},
-        SK: {"S": history_key(execution.run_id, execution.version, index)},
-        "event": {"S": event.model_dump_json(exclude_defaults=True)},
+        SK: {"S": history_key(execution.run_id, execution.version)},
+        "events": {"S": _EVENTS.dump_json(execution.events, exclude_defaults=True).decode()},
     }
+
+
+_EVENTS = TypeAdapter(list[Event])

@@ -9,7 +9,7 @@ Items (``pk`` / ``sk``)::
 
     WF#<workflowId> / RUN                      the current run's snapshot (streamed)
     WF#<workflowId> / RUN#<runId>              a replaced run, archived (read-only)
-    WF#<workflowId> / H#<runId>#<ver>#<n>      history: the n-th event of version ver
+    WF#<workflowId> / H#<runId>#<ver>          history: the events of version ver
 
 Run items (current and archived) also carry ``type``, ``status`` and ``sa`` (their search
 attributes as a map): the sparse index :data:`SEARCH_INDEX` lists runs by process type
@@ -105,5 +105,5 @@ def history_prefix(run_id: str) -> str:
     return f"H#{run_id}#"
 
 
-def history_key(run_id: str, version: int, index: int) -> str:
-    return f"{history_prefix(run_id)}{version:010d}#{index:03d}"
+def history_key(run_id: str, version: int) -> str:
+    return f"{history_prefix(run_id)}{version:010d}"
