@@ -7,7 +7,8 @@ errors become iWF ``ErrorResponse`` bodies with the status from :mod:`xdb.api.er
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
@@ -22,7 +23,48 @@ from xdb.engine.runtime import engine
 from xdb.model import wire
 from xdb.model.wire import ErrorResponse
 
-app = APIGatewayHttpResolver()
+
+class _Resolver(APIGatewayHttpResolver):
+    """Powertools keeps the request being resolved in class attributes: right on Lambda
+    (one request at a time per process), wrong in the local runtime, which serves many
+    requests at once through this one app (two starts were seen handling one body). Here
+    the request, its Lambda context and the resolver's context dict live per thread."""
+
+    _request = threading.local()
+
+    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        self.current_event = self._to_proxy_event(dict(event))
+        self.lambda_context = context
+        return super().resolve(event, context)
+
+    @property
+    def current_event(self) -> Any:
+        return self._request.event
+
+    @current_event.setter
+    def current_event(self, value: Any) -> None:
+        self._request.event = value
+
+    @property
+    def lambda_context(self) -> Any:
+        return self._request.lambda_context
+
+    @lambda_context.setter
+    def lambda_context(self, value: Any) -> None:
+        self._request.lambda_context = value
+
+    @property
+    def context(self) -> dict[str, Any]:
+        if not hasattr(self._request, "context"):
+            self._request.context = {}
+        return self._request.context
+
+    @context.setter
+    def context(self, value: dict[str, Any]) -> None:
+        self._request.context = value
+
+
+app = _Resolver()
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -59,6 +59,13 @@ def main(argv: list[str] | None = None) -> int:
         help="completed processes stored before the second run",
     )
 
+    soak = commands.add_parser(
+        "soak", help="many processes under random worker failures; invariants counted"
+    )
+    soak.add_argument("--processes", type=int, default=1000)
+    soak.add_argument("--failure-rate", type=float, default=0.1)
+    soak.add_argument("--seconds", type=float, default=600, help="time limit")
+
     invoke = commands.add_parser(
         "invoke",
         help="run one Lambda handler on an event file (e.g. events/*.json) against `xdb dev`",
@@ -74,6 +81,12 @@ def main(argv: list[str] | None = None) -> int:
         return _dev(args.port, args.run, args.exit, dict(args.user_table))
     if args.command == "invoke":
         return _invoke(args.function, args.event, args.aws_url)
+    if args.command == "soak":
+        from xdb.local import soak as soak_run
+
+        return soak_run.main(
+            processes=args.processes, failure_rate=args.failure_rate, time_limit=args.seconds
+        )
     from xdb.local import bench as benchmark
 
     benchmark.main(processes=args.processes, states=args.states, stored=args.stored)

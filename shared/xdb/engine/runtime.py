@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import functools
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -77,17 +77,24 @@ def signing_secret(settings: Settings) -> bytes | None:
 
 
 _installed: Engine | None = None
+_built: Engine | None = None
+_building = threading.Lock()
 
 
 def engine() -> Engine:
     """The engine of this process: the installed one, else one built from the
-    environment on first use (Lambda's composition root)."""
-    return _installed or _from_env()
+    environment on first use (Lambda's composition root).
 
-
-@functools.cache
-def _from_env() -> Engine:
-    return build(Settings.from_env())
+    Built once even when the first requests arrive together (the local runtime serves
+    invocations on many threads; two engines built at once lost a write in moto)."""
+    global _built
+    if _installed is not None:
+        return _installed
+    if _built is None:
+        with _building:
+            if _built is None:
+                _built = build(Settings.from_env())
+    return _built
 
 
 def install(custom: Engine | None) -> None:
@@ -98,5 +105,7 @@ def install(custom: Engine | None) -> None:
 
 def reset() -> None:
     """Forget the engine built from the environment (tests and the local runtime)."""
+    global _built
     install(None)
-    _from_env.cache_clear()
+    with _building:
+        _built = None
