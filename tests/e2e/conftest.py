@@ -8,7 +8,6 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e import iwf_worker
-from tests.functional.harness import FakeWorker, serve
 from xdb.local import runtime
 
 iwf_worker.install()
@@ -25,14 +24,3 @@ def local_runtime() -> Iterator[runtime.LocalRuntime]:
     yield engine
     worker.shutdown()
     engine.stop()
-
-
-@pytest.fixture
-def worker() -> Iterator[FakeWorker]:
-    """A scripted worker on 127.0.0.1 (its URL in ``worker.url``)."""
-    fake = FakeWorker()
-    server = serve(fake)
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
-    yield fake
-    server.shutdown()
-    server.server_close()

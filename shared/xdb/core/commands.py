@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from xdb.core import channels, search_attributes
 from xdb.core import options as state_options
 from xdb.core.errors import BadRequest, InvalidWorkerAnswer, ProcessAlreadyStarted
-from xdb.core.persistence import apply_writes, write_globals
+from xdb.core.persistence import apply_answer, write_globals
 from xdb.core.snapshot import (
     RESERVED_PREFIX,
     begin_state,
@@ -305,15 +305,7 @@ def on_rpc_answer(
         return None
     require_running(execution)
     nxt = next_version(execution)
-    apply_writes(
-        nxt,
-        data=answer.upsert_data_attributes,
-        search=answer.upsert_search_attributes,
-        publishes=answer.publish_to_inter_state_channel,
-        records=answer.record_events,
-        now=now,
-        globals_=answer.upsert_global_attributes,
-    )
+    apply_answer(nxt, answer, now=now)
     for movement in movements or []:
         if movement.state_id.startswith(RESERVED_PREFIX):
             raise InvalidWorkerAnswer(f"an RPC can start states, not {movement.state_id!r}")

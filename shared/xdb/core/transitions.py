@@ -13,7 +13,7 @@ from xdb.core import waiting as waits
 from xdb.core.errors import (
     InvalidWorkerAnswer,
 )
-from xdb.core.persistence import apply_writes
+from xdb.core.persistence import apply_answer
 from xdb.core.retry import next_attempt_at
 from xdb.core.snapshot import RESERVED_PREFIX, begin_state, close, next_version
 from xdb.model.execution import (
@@ -58,16 +58,7 @@ def on_wait_until(
     waiting = waits.from_request(answer.command_request, now=now)
     nxt = next_version(execution)
     state = nxt.states[state_execution_id]
-    apply_writes(
-        nxt,
-        data=answer.upsert_data_objects,
-        search=answer.upsert_search_attributes,
-        publishes=answer.publish_to_inter_state_channel,
-        records=answer.record_events,
-        now=now,
-        state_execution_id=state.id,
-        globals_=answer.upsert_global_attributes,
-    )
+    apply_answer(nxt, answer, now=now, state_execution_id=state.id)
     state.locals = _merge(state.locals, answer.upsert_state_locals)
     state.waiting = waiting
     state.phase = Phase.WAITING
@@ -101,16 +92,7 @@ def on_execute(
     decision = answer.state_decision or StateDecision()
     nxt = next_version(execution)
     state = nxt.states.pop(state_execution_id)
-    apply_writes(
-        nxt,
-        data=answer.upsert_data_objects,
-        search=answer.upsert_search_attributes,
-        publishes=answer.publish_to_inter_state_channel,
-        records=answer.record_events,
-        now=now,
-        state_execution_id=state.id,
-        globals_=answer.upsert_global_attributes,
-    )
+    apply_answer(nxt, answer, now=now, state_execution_id=state.id)
     movements = _movements(nxt, decision)
     nxt.events.append(
         Event(

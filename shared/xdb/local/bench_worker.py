@@ -13,8 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from xdb.local.json_http import serve_json
 
 _completed = 0
 _calls = 0
@@ -58,30 +60,12 @@ def answer(states: int, path: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def serve(port: int, states: int) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    def respond(method: str, path: str, body: Any) -> tuple[int, Any]:
+        if method == "GET":
+            return 200, {"completed": _completed, "calls": _calls}
+        return 200, answer(states, path, body)
 
-        def do_GET(self) -> None:
-            self._send({"completed": _completed, "calls": _calls})
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            self._send(answer(states, self.path, body))
-
-        def _send(self, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *_: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    server.daemon_threads = True
-    return server
+    return serve_json(respond, port, background=False)
 
 
 if __name__ == "__main__":

@@ -22,12 +22,13 @@ import time
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import urllib3
 
 from xdb.local import runtime
+from xdb.local.json_http import serve_json
 from xdb.model.execution import EventKind
 
 MESSAGES = 3
@@ -101,28 +102,7 @@ class SoakWorker:
         }
 
     def serve(self) -> ThreadingHTTPServer:
-        worker = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                status, payload = worker.answer(self.path, body)
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *_: Any) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        return server
+        return serve_json(lambda _, path, body: self.answer(path, body))
 
 
 def main(*, processes: int, failure_rate: float, time_limit: float, seed: int = 1) -> int:
@@ -139,22 +119,29 @@ def main(*, processes: int, failure_rate: float, time_limit: float, seed: int = 
             f"xdb soak: {processes} processes (3 timers, 3 messages, 1 locked RPC each), "
             f"worker failing {failure_rate:.0%} of calls, at most {time_limit:.0f}s"
         )
-        with ThreadPoolExecutor(max_workers=16) as pool:
-            list(pool.map(lambda wf: _start(http, engine.api_url, wf, worker_url), ids))
-            rpcs = list(
-                pool.map(lambda wf: _bump(http, engine.api_url, wf, started, time_limit), ids)
-            )
+
+        def start_and_bump(wf: str) -> tuple[int, int]:
+            # The RPC right after the start: the process is still running (its timers).
+            _start(http, engine.api_url, wf, worker_url)
+            return _bump(http, engine.api_url, wf, started, time_limit)
+
+        pool = ThreadPoolExecutor(max_workers=16)
+        calls = [pool.submit(start_and_bump, wf) for wf in ids]
         pending = set(ids)
         last = time.monotonic()
         while pending and time.monotonic() - started < time_limit:
+            time.sleep(2)
             pending = {wf for wf in pending if not _closed(engine, wf)}
             if time.monotonic() - last > 10:
                 last = time.monotonic()
+                begun = sum(call.done() for call in calls)
                 print(
-                    f"  ... {processes - len(pending)}/{processes} done after {last - started:.0f}s",
+                    f"  ... {begun}/{processes} started and called, "
+                    f"{processes - len(pending)} completed after {last - started:.0f}s",
                     flush=True,
                 )
-            time.sleep(0.5)
+        pool.shutdown(wait=True)
+        rpcs = [call.result() for call in calls]
         elapsed = time.monotonic() - started
         found = _violations(engine, ids, rpcs)
         print(f"  {processes - len(pending)}/{processes} completed in {elapsed:.0f}s")

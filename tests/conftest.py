@@ -1,3 +1,6 @@
+"""Fixtures every tier may use: a scripted worker on 127.0.0.1, and the functional harness
+(the real handlers over moto, delivered step by step)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -14,6 +17,7 @@ USER_TABLES = {"users": "user_id"}
 
 @pytest.fixture
 def worker() -> Iterator[FakeWorker]:
+    """A scripted worker (its URL in ``worker.url``)."""
     fake = FakeWorker()
     server = serve(fake)
     fake.url = f"http://127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
