@@ -203,6 +203,7 @@ def _violations(
     engine: runtime.LocalRuntime, ids: list[str], rpcs: list[tuple[int, int]]
 ) -> Counter[str]:
     store = engine.engine.store
+    histories = store.all_history()
     found: Counter[str] = Counter(
         {
             "did not complete as defined": 0,
@@ -221,7 +222,7 @@ def _violations(
         output = json.loads(result.data or "null") if result else None
         if output != [f"{wf}-m{i}" for i in range(MESSAGES)]:
             found["a message lost or consumed twice"] += 1
-        history = store.history(wf, execution.run_id)
+        history = histories.get((wf, execution.run_id), [])
         decisions = Counter(
             e.state_execution_id for e in history if e.kind is EventKind.EXECUTE_COMPLETED
         )

@@ -250,6 +250,29 @@ class ExecutionStore:
             for event in _EVENTS.validate_json(item["events"]["S"])
         ]
 
+    def all_history(self) -> dict[tuple[str, str], list[Event]]:
+        """The history of every run, by (workflow id, run id), in one pass over the table.
+        For tools (the soak), not for the engine: it reads the whole table."""
+        versions: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "FilterExpression": f"begins_with({SK}, :h)",
+            "ExpressionAttributeValues": {":h": {"S": history_prefix("")[:2]}},
+        }
+        while True:
+            page = self._ddb.scan(**kwargs)
+            for item in page.get("Items", []):
+                sk = item[SK]["S"]
+                key = (item[PK]["S"].removeprefix(process_key("")), sk.split("#")[1])
+                versions.setdefault(key, []).append((sk, item["events"]["S"]))
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return {
+            key: [event for _, doc in sorted(items) for event in _EVENTS.validate_json(doc)]
+            for key, items in versions.items()
+        }
+
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
         answer = self._ddb.get_item(
             TableName=self._table, Key={PK: {"S": pk}, SK: {"S": sk}}, ConsistentRead=True
