@@ -67,7 +67,7 @@ def verify(
     if abs(age) > max_age:
         raise SignatureError(f"signed {age:.0f} s ago; accepted within {max_age:.0f} s")
     expected = f"{VERSION}={_mac(secret, timestamp, body)}"
-    if not hmac.compare_digest(expected, signature):
+    if not hmac.compare_digest(expected.encode(), signature.encode("utf-8", "replace")):
         raise SignatureError("signature does not match the body")
 
 

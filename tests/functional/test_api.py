@@ -137,7 +137,7 @@ def start_body(**changes: object) -> dict:
             "/api/v1/workflow/start",
             start_body(iwfWorkerUrl="ftp://x"),
             400,
-            "must be an http:// or https:// URL",
+            "must be a plain http:// or https:// URL",
         ),
         (
             "/api/v1/workflow/start",

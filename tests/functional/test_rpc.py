@@ -104,3 +104,19 @@ def test_a_closed_process_answers_read_only_rpcs_and_refuses_writes(
     status, body = rpc(harness, "verify")
     assert status == 400 and "takes no more changes" in body["detail"]
     assert harness.engine.store.current("wf") == before
+
+
+def test_an_rpc_answer_is_not_applied_to_a_run_started_while_it_ran(
+    harness: Harness, worker: FakeWorker
+) -> None:
+    def verify(_: dict[str, Any]) -> tuple[int, Any]:
+        # Meanwhile a client starts the process over (a reset makes a new run).
+        harness.api("/api/v1/workflow/reset", {"workflowId": "wf", "resetType": "BEGINNING"})
+        return 200, {"upsertDataAttributes": [{"key": "status", "value": value("verified")}]}
+
+    worker.on("rpc", "verify", verify)
+    harness.start("wf", "Idle")
+    status, body = rpc(harness, "verify")
+    assert status == 400 and "started another run" in body["detail"]
+    current = harness.engine.store.current("wf")
+    assert current is not None and "status" not in current.data_attributes

@@ -65,7 +65,23 @@ def test_allow_list_matches_scheme_host_port_and_path_segments(url: str, allowed
             check_worker_url(url, prefixes)
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://evil.example\\@w.example.com/app",  # urllib3 would call evil.example
+        "https://user:pw@w.example.com/app",
+        "https://w.example.com/app/../admin",
+        "https://w.example.com/app/./x",
+        "https://w.example.com:99999/app",
+        "https://w.example.com/app x",
+    ],
+)
+def test_urls_that_clients_could_read_differently_are_refused(url: str) -> None:
+    with pytest.raises(BadRequest, match="plain http"):
+        check_worker_url(url, ["https://w.example.com/app", "http://evil.example"])
+
+
 def test_without_an_allow_list_any_http_url_is_allowed_but_nothing_else() -> None:
     check_worker_url("http://127.0.0.1:8802", None)
-    with pytest.raises(BadRequest, match="http:// or https://"):
+    with pytest.raises(BadRequest, match="plain http"):
         check_worker_url("file:///etc/passwd", None)

@@ -146,7 +146,10 @@ def _dev(port: int, script: str | None, exit_after: bool, user_tables: dict[str,
         )
         return 1
     print(f"XDB engine listening on {engine.api_url} (iWF API; Ctrl-C stops it)")
-    print("worker requests are signed with the key in XDB_SIGNING_SECRET (see xdb.signing)")
+    print(
+        "worker requests are signed (see xdb.signing); the key, XDB_SIGNING_SECRET: "
+        + os.environ["XDB_SIGNING_SECRET"]
+    )
     print(
         f"moto (DynamoDB, Streams, SQS, Scheduler) at {engine.aws.server_url}: table {engine.aws.settings.table_name}"
     )

@@ -292,17 +292,9 @@ def on_rpc_answer(
     """Commit what an RPC returned: attribute upserts, publishes and states to start, in one
     write. None when it changed nothing (a read-only RPC needs no write, and may run
     after the process closed)."""
-    movements = answer.state_decision.next_states if answer.state_decision else None
-    writes = (
-        answer.upsert_data_attributes,
-        answer.upsert_search_attributes,
-        answer.publish_to_inter_state_channel,
-        answer.record_events,
-        answer.upsert_global_attributes,
-        movements,
-    )
-    if not any(writes):
+    if not rpc_writes(answer):
         return None
+    movements = answer.state_decision.next_states if answer.state_decision else None
     require_running(execution)
     nxt = next_version(execution)
     apply_answer(nxt, answer, now=now)
@@ -318,6 +310,21 @@ def on_rpc_answer(
     )
     channels.deliver(nxt, now)
     return nxt
+
+
+def rpc_writes(answer: WorkflowWorkerRpcResponse) -> bool:
+    """Whether an RPC's answer changes the process (a read-only one does not)."""
+    movements = answer.state_decision.next_states if answer.state_decision else None
+    return any(
+        (
+            answer.upsert_data_attributes,
+            answer.upsert_search_attributes,
+            answer.publish_to_inter_state_channel,
+            answer.record_events,
+            answer.upsert_global_attributes,
+            movements,
+        )
+    )
 
 
 def _rpc_changes(answer: WorkflowWorkerRpcResponse) -> list[str]:

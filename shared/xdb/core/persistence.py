@@ -6,6 +6,8 @@ transition that commits the answer, so they land in the same write as the decisi
 
 from __future__ import annotations
 
+import json
+
 from xdb.core import search_attributes
 from xdb.core.errors import BadRequest, InvalidWorkerAnswer, LockConflict
 from xdb.core.snapshot import publish, upsert
@@ -80,11 +82,17 @@ def write_globals(
             f"{binding.table!r}: {', '.join(binding.attributes)}"
         )
     for kv in values:
-        if kv.value is not None and kv.value.encoding not in (None, "json"):
+        if kv.value is None:
+            continue
+        if kv.value.encoding not in (None, "json"):
             raise BadRequest(
                 f"global attribute {kv.key!r} must be JSON-encoded to be stored as a column "
                 f"(got encoding {kv.value.encoding!r})"
             )
+        try:
+            json.loads(kv.value.data or "null")
+        except ValueError:
+            raise BadRequest(f"global attribute {kv.key!r} is not valid JSON") from None
     write = execution.global_write or GlobalWrite(create_mode=create_mode)
     write.values.update({kv.key: kv.value for kv in values})
     execution.global_write = write

@@ -14,7 +14,6 @@ from xdb.core.errors import (
     BadRequest,
     LongPollTimedOut,
     NotSupported,
-    ProcessAlreadyStarted,
     ProcessClosed,
     VersionConflict,
 )
@@ -79,9 +78,9 @@ def start(engine: Engine, request: WorkflowStartRequest) -> WorkflowStartRespons
         except VersionConflict:
             continue  # someone started or changed this id meanwhile: decide again
         return WorkflowStartResponse(workflow_run_id=outcome.execution.run_id)
-    raise ProcessAlreadyStarted(
+    raise VersionConflict(
         f"process {spec.workflow_id!r} is being started concurrently; gave up after "
-        f"{MAX_CONFLICTS} tries",
+        f"{MAX_CONFLICTS} tries: try again",
         workflow_id=spec.workflow_id,
     )
 

@@ -16,7 +16,7 @@ import random
 from xdb.aws.worker_client import RPC_PATH
 from xdb.core import commands, persistence
 from xdb.core import options as state_options
-from xdb.core.errors import InvalidWorkerAnswer, LockConflict
+from xdb.core.errors import InvalidWorkerAnswer, LockConflict, ProcessClosed
 from xdb.engine.commit import commit, load, read_globals
 from xdb.engine.runtime import Engine
 from xdb.model.execution import Execution, Message
@@ -35,8 +35,12 @@ MIN_CALL_SECONDS = 1.0
 
 
 def rpc(engine: Engine, request: WorkflowRpcRequest) -> WorkflowRpcResponse:
+    # Bounded by the API's own request limit too (API Gateway cuts at 29 s): an RPC that
+    # committed after its caller gave up could be applied twice by the caller's retry.
     timeout = min(
-        float(request.timeout_seconds or DEFAULT_TIMEOUT_SECONDS), engine.settings.max_api_timeout
+        float(request.timeout_seconds or DEFAULT_TIMEOUT_SECONDS),
+        engine.settings.max_api_timeout,
+        engine.settings.long_poll_seconds,
     )
     deadline = engine.clock() + timeout
     for tries in itertools.count(1):
@@ -95,7 +99,14 @@ def _call_and_commit(
             current, answer, now=engine.clock(), max_api_timeout=max_timeout
         )
 
-    commit(engine, request.workflow_id, request.workflow_run_id, apply, read=execution)
+    # On the run that answered: a reset or a new run meanwhile must not take this answer.
+    committed = commit(engine, request.workflow_id, execution.run_id, apply, read=execution)
+    if committed is None and commands.rpc_writes(answer):
+        raise ProcessClosed(
+            f"process {request.workflow_id!r} started another run while RPC "
+            f"{request.rpc_name!r} ran; its answer was not applied",
+            workflow_id=request.workflow_id,
+        )
     return WorkflowRpcResponse(output=answer.output)
 
 

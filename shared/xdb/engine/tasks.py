@@ -34,7 +34,7 @@ from xdb.model.wire import (
 logger = logging.getLogger(__name__)
 
 # How many times a state task calls the worker again when a locked attribute changed
-# under it, before it leaves the task to the queue's redelivery.
+# under it, before it queues itself again.
 LOCK_TRIES = 5
 
 
@@ -93,7 +93,10 @@ def _run_state(engine: Engine, task: Task) -> None:
             return
         except LockConflict:
             if tries == LOCK_TRIES:
-                raise  # the task comes back from the queue and tries again
+                # Not an error: the locked keys are busy. Queue the task again now rather
+                # than wait out the visibility timeout.
+                engine.queue.send([task], now=engine.clock())
+                return
             execution = state = None  # read again, call the worker again
 
 

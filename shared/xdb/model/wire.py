@@ -80,7 +80,7 @@ class SearchAttribute(Tolerant):
     value_type: SearchAttributeValueType | None = None
     string_value: str | None = None
     integer_value: int | None = None
-    double_value: float | None = None
+    double_value: float | None = Field(default=None, allow_inf_nan=False)
     bool_value: bool | None = None
     string_array_value: list[str] | None = None
 

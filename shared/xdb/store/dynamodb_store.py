@@ -136,7 +136,10 @@ class ExecutionStore:
             else:
                 self._ddb.put_item(**kwargs)
         except ClientError as error:
-            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            if error.response["Error"]["Code"] in (
+                "ConditionalCheckFailedException",
+                "TransactionConflictException",
+            ):
                 raise self._conflict(execution) from None
             raise
         self._note(execution)
@@ -149,7 +152,8 @@ class ExecutionStore:
             if error.response["Error"]["Code"] != "TransactionCanceledException":
                 raise
             reasons = [r.get("Code") for r in error.response.get("CancellationReasons", [])]
-            if reasons[:1] == ["ConditionalCheckFailed"]:
+            if reasons[:1] == ["ConditionalCheckFailed"] or "TransactionConflict" in reasons:
+                # A newer snapshot, or another transaction on the row: read again, retry.
                 raise self._conflict(execution) from None
             if reasons[1:2] != ["ConditionalCheckFailed"]:
                 raise
@@ -297,9 +301,9 @@ def encode(execution: Execution, *, sk: str) -> dict[str, Any]:
     """The stored item of a snapshot. The snapshot is one JSON attribute (fast to read and
     write); a few fields are copied to top-level attributes for conditions and filters."""
     doc = execution.model_dump_json(exclude_defaults=True)
-    if len(doc) > MAX_SNAPSHOT_BYTES:
+    if len(doc.encode()) > MAX_SNAPSHOT_BYTES:
         raise PayloadTooLarge(
-            f"process {execution.workflow_id!r} would grow to {len(doc)} bytes, over the "
+            f"process {execution.workflow_id!r} would grow to {len(doc.encode())} bytes, over the "
             f"{MAX_SNAPSHOT_BYTES}-byte limit of one DynamoDB item",
             workflow_id=execution.workflow_id,
         )
