@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
 
 import pytest
@@ -87,6 +89,8 @@ def test_pages_cover_every_run_once(processes: Harness) -> None:
         ("WorkflowType='Order' AND Items > 2", "cannot answer"),
         ("WorkflowType='Order' ORDER BY StartTime", "cannot answer"),
         ("WorkflowType='Order' AND ExecutionStatus='Sleeping'", "unknown ExecutionStatus"),
+        ("WorkflowType='Order' AND WorkflowId='o1'", "cannot search by WorkflowId"),
+        ("WorkflowType='Order' AND WorkflowType='Signup'", "one WorkflowType"),
     ],
 )
 def test_queries_no_index_answers_are_clear_errors(
@@ -96,6 +100,14 @@ def test_queries_no_index_answers_are_clear_errors(
     assert status == 400 and detail in body["detail"], body
 
 
-def test_a_forged_page_token_is_a_clear_error(harness: Harness) -> None:
-    status, body = search(harness, "WorkflowType='Order'", nextPageToken="not-a-token")
+@pytest.mark.parametrize(
+    "token",
+    [
+        "not-a-token",
+        base64.urlsafe_b64encode(b"[1, 2]").decode(),
+        base64.urlsafe_b64encode(json.dumps({"pk": {"S": "x"}}).encode()).decode(),
+    ],
+)
+def test_a_forged_page_token_is_a_clear_error(harness: Harness, token: str) -> None:
+    status, body = search(harness, "WorkflowType='Order'", nextPageToken=token)
     assert status == 400 and "nextPageToken" in body["detail"]

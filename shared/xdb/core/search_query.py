@@ -39,6 +39,20 @@ _CONDITION = re.compile(
     re.VERBOSE | re.IGNORECASE,
 )
 _AND = re.compile(r"\s+AND\s+", re.IGNORECASE)
+# Temporal's own attributes that iWF queries may name; XDB's index has none of them.
+RESERVED = {
+    "WorkflowId",
+    "RunId",
+    "StartTime",
+    "CloseTime",
+    "ExecutionTime",
+    "ExecutionDuration",
+    "HistoryLength",
+    "HistorySizeBytes",
+    "TaskQueue",
+    "TemporalChangeVersion",
+    "BuildIds",
+}
 
 Value = str | int | float | bool
 
@@ -59,7 +73,11 @@ def parse(query: str) -> SearchQuery:
         if match is None:
             raise NotSupported(f"cannot answer {part.strip()!r}: {SUPPORTED}")
         key, value = match["key"], _value(match)
+        if key in RESERVED:
+            raise NotSupported(f"cannot search by {key}: {SUPPORTED}")
         if key == "WorkflowType" and isinstance(value, str):
+            if workflow_type is not None:
+                raise NotSupported(f"a search names one WorkflowType: {SUPPORTED}")
             workflow_type = value
         elif key == "ExecutionStatus" and isinstance(value, str):
             if value.lower() not in STATUSES:

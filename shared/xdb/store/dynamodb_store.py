@@ -234,10 +234,7 @@ class ExecutionStore:
         if filters:
             kwargs["FilterExpression"] = " AND ".join(filters)
         if page_token:
-            try:
-                kwargs["ExclusiveStartKey"] = json.loads(base64.urlsafe_b64decode(page_token))
-            except ValueError:
-                raise BadRequest("nextPageToken is not one this API gave") from None
+            kwargs["ExclusiveStartKey"] = _start_key(page_token, query)
         page = self._ddb.query(**kwargs)
         runs = [
             (item[PK]["S"].removeprefix(process_key("")), item[RUN_ID]["S"])
@@ -335,6 +332,22 @@ def _indexed(value: SearchAttribute) -> dict[str, Any]:
     if kind is SearchAttributeValueType.DOUBLE:
         return {"N": repr(value.double_value)}
     return {"S": value.string_value or ""}
+
+
+def _start_key(token: str, query: SearchQuery) -> dict[str, Any]:
+    """The index key a page token stands for, if it is one this query's pages gave."""
+    try:
+        key = json.loads(base64.urlsafe_b64decode(token))
+    except ValueError:
+        key = None
+    if (
+        not isinstance(key, dict)
+        or set(key) != {PK, SK, TYPE, STATUS}
+        or not all(isinstance(v, dict) and isinstance(v.get("S"), str) for v in key.values())
+        or key[TYPE]["S"] != query.workflow_type
+    ):
+        raise BadRequest("nextPageToken is not one this API gave for this query")
+    return key
 
 
 def _literal(value: str | int | float | bool) -> dict[str, Any]:
