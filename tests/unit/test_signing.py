@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from xdb.core.errors import BadRequest
+from xdb.aws.worker_client import WorkerClient
+from xdb.core.errors import BadRequest, WorkerCallFailed
 from xdb.core.workers import check_worker_url
+from xdb.engine.settings import Settings
 from xdb.signing import SignatureError, sign, verify
 
 SECRET = b"s3cret"
@@ -85,3 +87,19 @@ def test_without_an_allow_list_any_http_url_is_allowed_but_nothing_else() -> Non
     check_worker_url("http://127.0.0.1:8802", None)
     with pytest.raises(BadRequest, match="plain http"):
         check_worker_url("file:///etc/passwd", None)
+
+
+def test_a_deployment_without_a_secret_or_an_allow_list_calls_no_worker() -> None:
+    for secret, allowed in ((None, ["http://127.0.0.1:9/"]), (b"k", None)):
+        client = WorkerClient(secret=secret, allowed=allowed, secure=True)
+        with pytest.raises(WorkerCallFailed, match="calls no worker without"):
+            client.post("http://127.0.0.1:9", "/api/v1/workflowState/start", {}, timeout=1)
+
+
+def test_settings_know_when_they_run_on_lambda(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDB_TABLE_NAME", "t")
+    monkeypatch.setenv("XDB_QUEUE_URL", "q")
+    monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
+    assert not Settings.from_env().deployed
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "xdb-task")
+    assert Settings.from_env().deployed

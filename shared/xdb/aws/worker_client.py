@@ -21,24 +21,33 @@ _DETAIL_LIMIT = 1000
 
 class WorkerClient:
     """Signs every request with ``secret`` (see :mod:`xdb.signing`) and calls only URLs
-    the ``allowed`` prefixes allow (``None``: any)."""
+    the ``allowed`` prefixes allow (``None``: any). With ``secure`` (a deployment), it
+    calls nothing unless it has both: a missing setting fails closed, not open."""
 
     def __init__(
         self,
         *,
         secret: bytes | None = None,
         allowed: Sequence[str] | None = None,
+        secure: bool = False,
         max_connections: int = 64,
     ) -> None:
         self._http = urllib3.PoolManager(maxsize=max_connections, retries=False)
         self._secret = secret
         self._allowed = allowed
+        self._misconfigured = secure and (secret is None or allowed is None)
 
     def post(
         self, worker_url: str, path: str, body: dict[str, Any], *, timeout: float
     ) -> dict[str, Any]:
         """POST a JSON body; return the JSON answer or raise :class:`WorkerCallFailed`."""
         url = worker_url.rstrip("/") + path
+        if self._misconfigured:
+            raise WorkerCallFailed(
+                "this deployment calls no worker without a signing secret and a worker URL "
+                "allow-list (XDB_SIGNING_SECRET_ARN, XDB_WORKER_URLS)",
+                url=url,
+            )
         try:
             check_worker_url(worker_url, self._allowed)
         except BadRequest as error:

@@ -58,7 +58,11 @@ def build(settings: Settings, **overrides: Any) -> Engine:
         settings=settings,
         store=ExecutionStore(aws_client(settings, "dynamodb"), settings.table_name),
         queue=TaskQueue(aws_client(settings, "sqs"), settings.queue_url, scheduler),
-        worker=WorkerClient(secret=signing_secret(settings), allowed=settings.worker_urls),
+        worker=WorkerClient(
+            secret=signing_secret(settings),
+            allowed=settings.worker_urls,
+            secure=settings.deployed,
+        ),
         **overrides,
     )
 

@@ -37,6 +37,8 @@ class Settings(BaseModel):
     # read from Secrets Manager at start-up (deployed stack).
     signing_secret: SecretStr | None = None
     signing_secret_arn: str | None = None
+    # True on Lambda: worker calls then require the secret and the allow-list.
+    deployed: bool = False
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -51,6 +53,7 @@ class Settings(BaseModel):
             "scheduler_role_arn": env.get("XDB_SCHEDULER_ROLE_ARN") or None,
             "queue_arn": env.get("XDB_QUEUE_ARN") or None,
             "signing_secret": env.get("XDB_SIGNING_SECRET") or None,
+            "deployed": bool(env.get("AWS_LAMBDA_FUNCTION_NAME")),
             "signing_secret_arn": env.get("XDB_SIGNING_SECRET_ARN") or None,
             "global_attribute_tables": frozenset(
                 name.strip()
