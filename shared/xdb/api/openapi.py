@@ -8,6 +8,7 @@ functions); regenerate them with ``python -m xdb.api.openapi docs/openapi``.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -32,6 +33,7 @@ _ERRORS = {
 assert {str(status) for _, status, _ in HTTP_STATUS} <= set(_ERRORS)
 
 
+@functools.cache  # made from code that does not change while the process runs
 def engine_document() -> dict[str, Any]:
     from xdb.api.app import ROUTES  # the app imports the engine; only the document needs it
 
@@ -82,6 +84,7 @@ def engine_document() -> dict[str, Any]:
     }
 
 
+@functools.cache
 def worker_document() -> dict[str, Any]:
     """The API a worker serves; the engine calls it, signed (see :mod:`xdb.signing`)."""
     calls = [

@@ -7,6 +7,7 @@ transition that commits the answer, so they land in the same write as the decisi
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from xdb.core import search_attributes
 from xdb.core.errors import BadRequest, InvalidWorkerAnswer, LockConflict
@@ -116,9 +117,9 @@ def hold(execution: Execution, data: Loading, search: Loading) -> Held:
 
 def check_held(execution: Execution, held: Held) -> None:
     """Raise :class:`LockConflict` if a locked value changed since :func:`hold`."""
-    stores: dict[str, dict[str, object]] = {
-        "data": dict(execution.data_attributes),
-        "search": dict(execution.search_attributes),
+    stores: dict[str, Mapping[str, object]] = {
+        "data": execution.data_attributes,
+        "search": execution.search_attributes,
     }
     changed = [key for (kind, key), value in held.items() if stores[kind].get(key) != value]
     if changed:
