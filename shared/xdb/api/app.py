@@ -156,13 +156,17 @@ def invalid_request(error: ValidationError) -> Response:
     problems = "; ".join(
         f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in error.errors()[:10]
     )
-    return _json(400, ErrorResponse(detail=f"invalid request: {problems}").dump())
+    return _json(
+        400, ErrorResponse(detail=f"invalid request: {problems}", code="BAD_REQUEST").dump()
+    )
 
 
 @app.exception_handler(XdbError)
 def engine_error(error: XdbError) -> Response:
     status, sub_status = status_of(error)
-    return _json(status, ErrorResponse(detail=error.message, sub_status=sub_status).dump())
+    return _json(
+        status, ErrorResponse(detail=error.message, sub_status=sub_status, code=error.code).dump()
+    )
 
 
 @app.not_found

@@ -18,8 +18,8 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from xdb.api.errors import HTTP_STATUS
-from xdb.aws.worker_client import EXECUTE_PATH, RPC_PATH, WAIT_UNTIL_PATH
 from xdb.model import wire
+from xdb.model.wire import EXECUTE_PATH, RPC_PATH, WAIT_UNTIL_PATH
 from xdb.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER
 
 VERSION = "1.0.0"

@@ -6,15 +6,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import urllib3
-
 from xdb.core.errors import BadRequest, WorkerCallFailed
 from xdb.core.workers import check_worker_url
 from xdb.signing import sign
-
-WAIT_UNTIL_PATH = "/api/v1/workflowState/start"
-EXECUTE_PATH = "/api/v1/workflowState/decide"
-RPC_PATH = "/api/v1/workflowWorker/rpc"
+from xdb.transport import HttpTransport, Transport, TransportError
 
 _DETAIL_LIMIT = 1000
 
@@ -22,7 +17,8 @@ _DETAIL_LIMIT = 1000
 class WorkerClient:
     """Signs every request with ``secret`` (see :mod:`xdb.signing`) and calls only URLs
     the ``allowed`` prefixes allow (``None``: any). With ``secure`` (a deployment), it
-    calls nothing unless it has both: a missing setting fails closed, not open."""
+    calls nothing unless it has both: a missing setting fails closed, not open. The
+    ``transport`` carries the request (HTTP unless a test plugs in another)."""
 
     def __init__(
         self,
@@ -30,9 +26,9 @@ class WorkerClient:
         secret: bytes | None = None,
         allowed: Sequence[str] | None = None,
         secure: bool = False,
-        max_connections: int = 64,
+        transport: Transport | None = None,
     ) -> None:
-        self._http = urllib3.PoolManager(maxsize=max_connections, retries=False)
+        self._transport = transport or HttpTransport()
         self._secret = secret
         self._allowed = allowed
         self._misconfigured = secure and (secret is None or allowed is None)
@@ -57,21 +53,15 @@ class WorkerClient:
         if self._secret is not None:
             headers.update(sign(self._secret, data))
         try:
-            response = self._http.request(
-                "POST",
-                url,
-                body=data,
-                headers=headers,
-                timeout=urllib3.Timeout(connect=min(timeout, 5.0), read=timeout),
-            )
-        except urllib3.exceptions.HTTPError as error:
+            reply = self._transport(url, data, headers, timeout)
+        except TransportError as error:
             raise WorkerCallFailed(f"calling {url} failed: {error}", url=url) from None
-        text = response.data.decode("utf-8", errors="replace")
-        if response.status >= 300:
+        text = reply.body.decode("utf-8", errors="replace")
+        if reply.status >= 300:
             raise WorkerCallFailed(
-                f"worker answered {response.status} at {path}: {text[:_DETAIL_LIMIT]}",
+                f"worker answered {reply.status} at {path}: {text[:_DETAIL_LIMIT]}",
                 url=url,
-                status=response.status,
+                status=reply.status,
             )
         try:
             answer = json.loads(text)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import random
 
-from xdb.aws.worker_client import RPC_PATH
 from xdb.core import commands, persistence
 from xdb.core import options as state_options
 from xdb.core.errors import InvalidWorkerAnswer, LockConflict, ProcessClosed
@@ -21,6 +20,7 @@ from xdb.engine.commit import commit, load, read_globals
 from xdb.engine.runtime import Engine
 from xdb.model.execution import Execution, Message
 from xdb.model.wire import (
+    RPC_PATH,
     ChannelInfo,
     Context,
     WorkflowRpcRequest,

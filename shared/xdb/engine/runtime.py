@@ -46,25 +46,25 @@ def aws_client(settings: Settings, service: str) -> Any:
 
 
 def build(settings: Settings, **overrides: Any) -> Engine:
-    scheduler = None
-    if settings.schedule_group and settings.scheduler_role_arn and settings.queue_arn:
-        scheduler = TimerScheduler(
-            aws_client(settings, "scheduler"),
-            group=settings.schedule_group,
-            queue_arn=settings.queue_arn,
-            role_arn=settings.scheduler_role_arn,
+    """The engine for ``settings``; ``overrides`` replace its parts (tests: a clock, a queue)."""
+    parts: dict[str, Any] = {
+        "store": ExecutionStore(aws_client(settings, "dynamodb"), settings.table_name)
+    }
+    if "queue" not in overrides:
+        scheduler = None
+        if settings.schedule_group and settings.scheduler_role_arn and settings.queue_arn:
+            scheduler = TimerScheduler(
+                aws_client(settings, "scheduler"),
+                group=settings.schedule_group,
+                queue_arn=settings.queue_arn,
+                role_arn=settings.scheduler_role_arn,
+            )
+        parts["queue"] = TaskQueue(aws_client(settings, "sqs"), settings.queue_url, scheduler)
+    if "worker" not in overrides:
+        parts["worker"] = WorkerClient(
+            secret=signing_secret(settings), allowed=settings.worker_urls, secure=settings.deployed
         )
-    return Engine(
-        settings=settings,
-        store=ExecutionStore(aws_client(settings, "dynamodb"), settings.table_name),
-        queue=TaskQueue(aws_client(settings, "sqs"), settings.queue_url, scheduler),
-        worker=WorkerClient(
-            secret=signing_secret(settings),
-            allowed=settings.worker_urls,
-            secure=settings.deployed,
-        ),
-        **overrides,
-    )
+    return Engine(settings=settings, **(parts | overrides))
 
 
 def signing_secret(settings: Settings) -> bytes | None:

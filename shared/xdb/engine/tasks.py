@@ -11,7 +11,6 @@ import logging
 
 from pydantic import ValidationError
 
-from xdb.aws.worker_client import EXECUTE_PATH, WAIT_UNTIL_PATH
 from xdb.core import persistence, transitions
 from xdb.core.errors import InvalidWorkerAnswer, LockConflict, PayloadTooLarge, WorkerCallFailed
 from xdb.core.options import loaded_attributes, loaded_search_attributes
@@ -20,6 +19,8 @@ from xdb.engine.runtime import Engine
 from xdb.model.execution import Api, Execution, Phase, StateExecution
 from xdb.model.task import Task, TaskKind
 from xdb.model.wire import (
+    EXECUTE_PATH,
+    WAIT_UNTIL_PATH,
     CommandResults,
     Context,
     InterStateChannelResult,

@@ -82,7 +82,7 @@ class LocalAws:
     server_url: str
     stream_arn: str
     _mock: Any
-    _server: ThreadedMotoServer
+    _server: ThreadedMotoServer | None
 
     def client(self, service: str) -> Any:
         """A boto3 client on the embedded AWS, in this process."""
@@ -106,7 +106,8 @@ class LocalAws:
         return MotoStream(self.settings.table_name, self.stream_arn)
 
     def stop(self) -> None:
-        self._server.stop()
+        if self._server is not None:
+            self._server.stop()
         self._mock.stop()
 
 
@@ -115,11 +116,13 @@ def start(
     server_port: int = 0,
     max_api_timeout: float = MAX_API_TIMEOUT_SECONDS,
     user_tables: Mapping[str, str] | None = None,
+    serve: bool = True,
 ) -> LocalAws:
     """Start moto, create the table and queues as deployed, and return settings for the engine.
 
     ``user_tables`` (table name -> its string primary key) are tables of the user's own
-    that processes may bind global attributes to: created empty and allowed.
+    that processes may bind global attributes to: created empty and allowed. With
+    ``serve=False`` moto is not also served over HTTP (``server_url`` is then empty).
     """
     # Fake credentials: moto accepts anything, and nothing may reach real AWS.
     for key, value in (
@@ -132,16 +135,16 @@ def start(
     moto_fixes.apply()
     mock = mock_aws()
     mock.start()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=server_port, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    server_url = f"http://{host}:{port}"
-
     dynamodb = boto3.client("dynamodb", region_name=REGION)
     if TABLE_NAME in dynamodb.list_tables()["TableNames"]:
-        server.stop()
         mock.stop()
         raise RuntimeError("a local runtime is already running in this process; stop it first")
+    server, server_url = None, ""
+    if serve:
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=server_port, verbose=False)
+        server.start()
+        host, port = server.get_host_and_port()
+        server_url = f"http://{host}:{port}"
     table = dynamodb.create_table(TableName=TABLE_NAME, **TABLE)["TableDescription"]
     sqs = boto3.client("sqs", region_name=REGION)
     dlq_url = sqs.create_queue(

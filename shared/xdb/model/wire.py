@@ -404,6 +404,9 @@ class ErrorSubStatus(StrEnum):
 class ErrorResponse(_Wire):
     detail: str
     sub_status: ErrorSubStatus = ErrorSubStatus.UNCATEGORIZED_SUB_STATUS
+    # XDB extension: the error's stable machine code (``xdb.core.errors``), which the
+    # XDB SDK maps to its exceptions; iWF clients read ``subStatus`` as before.
+    code: str | None = None
     original_worker_error_detail: str | None = None
     original_worker_error_type: str | None = None
     original_worker_error_status: int | None = None
@@ -416,6 +419,10 @@ class HealthInfo(_Wire):
 
 
 # ---------------------------------------------------------------- worker protocol
+
+WAIT_UNTIL_PATH = "/api/v1/workflowState/start"
+EXECUTE_PATH = "/api/v1/workflowState/decide"
+RPC_PATH = "/api/v1/workflowWorker/rpc"
 
 
 class Context(_Wire):

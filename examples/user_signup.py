@@ -1,0 +1,200 @@
+"""The user-signup process of the XDB design, written with ``xdb.sdk``.
+
+A user submits a form; the process sends a verification email, then waits for a 24-hour
+timer or a message on its ``verify`` local queue. When the timer fires first it sends a
+reminder and waits again; when the message comes it sends a welcome email and completes.
+The ``verify`` RPC (what the link in the email calls) writes ``status`` and ``source`` to
+the user's row and publishes the message, in one atomic step.
+
+The user's data lives in *your* table ``user`` (key ``user_id``): ``form``, ``status`` and
+``source`` are global attributes, columns of that row, written atomically with each step.
+
+``./run up`` runs ``main`` against the local engine: one user verifies at once, another
+is reminded twice (the 24-hour timers are skipped with the client's ``skip_timer``) and
+then verifies. Against a deployed stack: ``XDB_API_URL=<the stack's ApiUrl>`` (see the
+README's Deploy section for the worker's URL and signing).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from datetime import timedelta
+
+import boto3
+import uvicorn
+from pydantic import BaseModel
+
+from xdb.sdk import (
+    AsyncState,
+    Client,
+    CommandRequest,
+    CommandResults,
+    Communication,
+    CommunicationSchema,
+    Context,
+    GlobalAttributes,
+    LocalAttribute,
+    LocalQueue,
+    LocalQueueCommand,
+    Persistence,
+    PersistenceSchema,
+    Process,
+    ProcessStartOptions,
+    Registry,
+    StateDecision,
+    StateSchema,
+    TimerCommand,
+    WorkerService,
+    rpc,
+)
+from xdb.sdk.asgi import asgi_app
+
+log = logging.getLogger("user_signup")
+
+REMINDER_PERIOD = timedelta(hours=24)
+WORKER_PORT = 8802
+
+
+class Form(BaseModel):
+    email: str
+    name: str
+
+
+class Submit(AsyncState[None]):
+    next_states = ("Verify",)
+
+    def execute(
+        self,
+        ctx: Context,
+        input: None,
+        results: CommandResults,
+        persistence: Persistence,
+        communication: Communication,
+    ) -> StateDecision:
+        form: Form = persistence.get_global("form")
+        log.warning("[email] to %s: please verify your account", form.email)
+        return StateDecision.single_next_state(Verify)
+
+
+class Verify(AsyncState[None]):
+    next_states = ("Verify",)
+
+    def wait_until(
+        self, ctx: Context, input: None, persistence: Persistence, communication: Communication
+    ) -> CommandRequest:
+        return CommandRequest.for_any_command_completed(
+            TimerCommand.by_duration(REMINDER_PERIOD, command_id="reminder"),
+            LocalQueueCommand.by_name("verify"),
+        )
+
+    def execute(
+        self,
+        ctx: Context,
+        input: None,
+        results: CommandResults,
+        persistence: Persistence,
+        communication: Communication,
+    ) -> StateDecision:
+        form: Form = persistence.get_global("form")
+        if results.local_queue("verify").received:
+            log.warning("[email] to %s: welcome, %s!", form.email, form.name)
+            return StateDecision.graceful_complete_process("done")
+        reminders = (persistence.get_local("reminders") or 0) + 1
+        persistence.set_local("reminders", reminders)
+        log.warning("[email] to %s: reminder %d, please verify", form.email, reminders)
+        return StateDecision.single_next_state(Verify)
+
+
+class UserSignup(Process):
+    states = StateSchema(Submit(), Verify())
+    persistence = PersistenceSchema(
+        LocalAttribute("reminders", int),
+        global_attributes=GlobalAttributes(
+            table="user",
+            primary_key="user_id",
+            columns={"form": Form, "status": str, "source": str},
+        ),
+    )
+    communication = CommunicationSchema(LocalQueue("verify"))
+
+    @rpc
+    def verify(
+        self, ctx: Context, source: str, persistence: Persistence, communication: Communication
+    ) -> str:
+        if persistence.get_global("status") == "verified":
+            return "already verified"
+        persistence.set_global("status", "verified")
+        persistence.set_global("source", source)
+        communication.publish_to_local_queue("verify")
+        return "done"
+
+    @rpc
+    def reminders_sent(
+        self, ctx: Context, input: None, persistence: Persistence, communication: Communication
+    ) -> int:
+        return persistence.get_local("reminders") or 0
+
+
+registry = Registry(UserSignup)
+
+
+def serve_worker(port: int = WORKER_PORT) -> uvicorn.Server:
+    """The worker over HTTP on 127.0.0.1 (uvicorn, in a thread)."""
+    app = asgi_app(WorkerService(registry))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    threading.Thread(target=server.run, name="signup-worker", daemon=True).start()
+    while not server.started:
+        time.sleep(0.01)
+    return server
+
+
+def sign_up(client: Client, user_id: str, name: str) -> str:
+    process_id = f"signup-{user_id}"
+    client.start_process_execution(
+        process_id,
+        UserSignup,
+        None,
+        ProcessStartOptions(
+            global_attribute_pk_value=user_id,
+            initial_upsert_global_attributes={
+                "form": Form(email=f"{name.lower()}@example.com", name=name),
+                "status": "waiting",
+            },
+        ),
+    )
+    return process_id
+
+
+def main(api_url: str) -> None:
+    logging.basicConfig(level=logging.WARNING, format="  (worker) %(message)s")
+    server = serve_worker()
+    client = Client(api_url, f"http://127.0.0.1:{WORKER_PORT}")
+    run = int(time.time())
+
+    print("1. Ada signs up and verifies at once")
+    ada = sign_up(client, f"ada-{run}", "Ada")
+    print(f"   verify RPC: {client.invoke_rpc(ada, UserSignup.verify, 'email')!r}")
+    print(f"   {ada} completed: {client.wait_for_process_completion(ada, str)!r}")
+
+    print("2. Bob signs up, is reminded twice (24-hour timers skipped), then verifies")
+    bob = sign_up(client, f"bob-{run}", "Bob")
+    for reminder in (1, 2):
+        client.skip_timer(bob, f"Verify-{reminder}", "reminder")
+        while client.invoke_rpc(bob, UserSignup.reminders_sent) < reminder:
+            time.sleep(0.05)
+    print(f"   verify RPC: {client.invoke_rpc(bob, UserSignup.verify, 'sms')!r}")
+    print(f"   {bob} completed: {client.wait_for_process_completion(bob, str)!r}")
+
+    if not os.environ.get("XDB_API_URL"):  # the local engine: show the rows in table "user"
+        table = boto3.client("dynamodb", region_name="us-east-1")
+        for user in (f"ada-{run}", f"bob-{run}"):
+            item = table.get_item(TableName="user", Key={"user_id": {"S": user}})["Item"]
+            print(f"   user row {user}: status={item['status']['S']} source={item['source']['S']}")
+    server.should_exit = True
+
+
+if __name__ == "__main__":
+    main(os.environ.get("XDB_API_URL", "http://127.0.0.1:8801"))

@@ -1,0 +1,52 @@
+"""How JSON requests travel between the engine, workers and clients: a pluggable transport.
+
+The engine's calls to workers and the SDK client's calls to the engine both go through a
+:class:`Transport`, a callable ``(url, body, headers, timeout) -> Reply``. The default,
+:class:`HttpTransport`, sends real HTTP with urllib3; tests and :mod:`xdb.testing` plug in
+one that calls the other side in the same process (as httpx's mock transport does), so
+everything around the call (signing, allow-lists, error mapping) still runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+import urllib3
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    body: bytes
+
+
+class TransportError(Exception):
+    """The request got no answer: no connection, a timeout, a broken response."""
+
+
+class Transport(Protocol):
+    def __call__(
+        self, url: str, body: bytes, headers: Mapping[str, str], timeout: float
+    ) -> Reply: ...
+
+
+class HttpTransport:
+    """POSTs over HTTP with a pooled urllib3 client; no retries (callers decide)."""
+
+    def __init__(self, max_connections: int = 64) -> None:
+        self._http = urllib3.PoolManager(maxsize=max_connections, retries=False)
+
+    def __call__(self, url: str, body: bytes, headers: Mapping[str, str], timeout: float) -> Reply:
+        try:
+            response = self._http.request(
+                "POST",
+                url,
+                body=body,
+                headers=dict(headers),
+                timeout=urllib3.Timeout(connect=min(timeout, 5.0), read=timeout),
+            )
+        except urllib3.exceptions.HTTPError as error:
+            raise TransportError(str(error)) from None
+        return Reply(response.status, response.data)
