@@ -141,14 +141,19 @@ class UserSignup(Process):
 registry = Registry(UserSignup)
 
 
-def serve_worker(port: int = WORKER_PORT) -> uvicorn.Server:
-    """The worker over HTTP on 127.0.0.1 (uvicorn, in a thread)."""
+def serve_worker(port: int = WORKER_PORT) -> tuple[uvicorn.Server, str]:
+    """The worker over HTTP on 127.0.0.1 (uvicorn, in a thread): the server and its URL.
+    It checks the engine's signature with the key in XDB_SIGNING_SECRET."""
     app = asgi_app(WorkerService(registry))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    threading.Thread(target=server.run, name="signup-worker", daemon=True).start()
+    thread = threading.Thread(target=server.run, name="signup-worker", daemon=True)
+    thread.start()
     while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError(f"the worker could not listen on 127.0.0.1:{port}")
         time.sleep(0.01)
-    return server
+    bound = server.servers[0].sockets[0].getsockname()[1]
+    return server, f"http://127.0.0.1:{bound}"
 
 
 def sign_up(client: Client, user_id: str, name: str) -> str:
@@ -170,8 +175,8 @@ def sign_up(client: Client, user_id: str, name: str) -> str:
 
 def main(api_url: str) -> None:
     logging.basicConfig(level=logging.WARNING, format="  (worker) %(message)s")
-    server = serve_worker()
-    client = Client(api_url, f"http://127.0.0.1:{WORKER_PORT}")
+    server, worker_url = serve_worker()
+    client = Client(api_url, worker_url)
     run = int(time.time())
 
     print("1. Ada signs up and verifies at once")
@@ -193,6 +198,7 @@ def main(api_url: str) -> None:
         for user in (f"ada-{run}", f"bob-{run}"):
             item = table.get_item(TableName="user", Key={"user_id": {"S": user}})["Item"]
             print(f"   user row {user}: status={item['status']['S']} source={item['source']['S']}")
+    client.close()
     server.should_exit = True
 
 

@@ -50,3 +50,7 @@ class HttpTransport:
         except urllib3.exceptions.HTTPError as error:
             raise TransportError(str(error)) from None
         return Reply(response.status, response.data)
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self._http.clear()

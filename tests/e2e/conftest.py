@@ -15,7 +15,7 @@ iwf_worker.install()
 
 @pytest.fixture(scope="package", autouse=True)
 def local_runtime() -> Iterator[runtime.LocalRuntime]:
-    engine = runtime.start(port=runtime.DEFAULT_PORT)
+    engine = runtime.start(port=runtime.DEFAULT_PORT, user_tables={"user": "user_id"})
     try:
         worker = iwf_worker.serve()
     except BaseException:

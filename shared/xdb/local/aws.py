@@ -43,23 +43,30 @@ class MotoStream:
     """
 
     def __init__(self, table_name: str, stream_arn: str) -> None:
+        self._table_name = table_name
+        self._arn = stream_arn
+        self._next: int = self._shard().starting_sequence_number
+
+    def _shard(self) -> Any:
+        # Looked up each time: when a TransactWriteItems fails, moto puts back a deep copy
+        # of every table as it was before the transaction, so the table object changes.
+        # (Sequence numbers carry over, so reading by sequence number stays right.)
         from moto.dynamodb.models import dynamodb_backends
 
-        table: Any = dynamodb_backends[DEFAULT_ACCOUNT_ID][REGION].get_table(table_name)
-        self._table = table
-        self._arn = stream_arn
-        self._next: int = table.stream_shard.starting_sequence_number
+        return (
+            dynamodb_backends[DEFAULT_ACCOUNT_ID][REGION].get_table(self._table_name).stream_shard
+        )
 
     def backlog(self) -> int:
         """Records written but not read yet."""
-        shard = self._table.stream_shard
+        shard = self._shard()
         return int(shard.starting_sequence_number + len(shard.items) - self._next)
 
     def read(self, limit: int) -> list[dict[str, Any]]:
         """The next records, at most ``limit``; read records are dropped from moto's memory
         (this reader is the stream's only consumer)."""
         with moto_fixes.STREAM_LOCK:
-            shard = self._table.stream_shard
+            shard = self._shard()
             consumed = self._next - shard.starting_sequence_number
             del shard.items[:consumed]
             shard.starting_sequence_number += consumed

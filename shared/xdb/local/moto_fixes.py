@@ -11,7 +11,11 @@ run every DynamoDB write under one lock, :data:`DYNAMODB_WRITE_LOCK`. SQS ``dele
 queue's lock, while ``send_message`` appends under it: a message sent during a delete is
 lost (``xdb bench`` lost about one process in twenty to it). ``receive_message`` reads the
 set of pending messages while a delete changes it ("Set changed size during iteration").
-We run receives and deletes under the queue's lock, as sends already are.
+We run receives and deletes under the queue's lock, as sends already are. A failed
+``TransactWriteItems`` puts back a deep copy of each table it touched, taken when it
+began: the copy must not be taken while the stream reader drops records (it could skip
+unread ones), so transactions also hold :data:`STREAM_LOCK`; and the table object changes,
+so the stream reader looks the table up on each read (a stale one stalled every process).
 
 The others keep moto's behaviour and remove work that grows with load; each was found
 with a profiler on ``xdb bench``:
@@ -49,7 +53,7 @@ from moto.dynamodb.models.table import StreamShard
 from moto.sqs.models import Queue, SQSBackend
 
 _applied = False
-STREAM_LOCK = threading.Lock()
+STREAM_LOCK = threading.RLock()
 DYNAMODB_WRITE_LOCK = threading.RLock()
 _DYNAMODB_WRITES = (
     "put_item",
@@ -89,6 +93,14 @@ def apply() -> None:
         retain_until = int(queue.message_retention_period) + message.sent_timestamp / 1000
         return bool(retain_until > time.time())
 
+    transact = DynamoDBBackend.transact_write_items
+
+    def transact_with_stream_locked(self: DynamoDBBackend, *args: Any, **kwargs: Any) -> Any:
+        with STREAM_LOCK:
+            return transact(self, *args, **kwargs)
+
+    DynamoDBBackend.transact_write_items = transact_with_stream_locked  # type: ignore[method-assign]
+    # Outside the stream lock (taken second): every write takes the write lock first.
     for name in _DYNAMODB_WRITES:
         setattr(DynamoDBBackend, name, _under_write_lock(getattr(DynamoDBBackend, name)))
     add_record = StreamShard.add

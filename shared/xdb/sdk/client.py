@@ -112,6 +112,18 @@ class Client:
         self._headers = {"Content-Type": "application/json", **(headers or {})}
         self._timeout = request_timeout
 
+    def close(self) -> None:
+        """Close the client's connections (also: use the client as a context manager)."""
+        close = getattr(self._transport, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
     def start_process_execution(
         self,
         process_id: str,

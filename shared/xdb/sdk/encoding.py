@@ -37,7 +37,9 @@ def decode(value: EncodedObject | None, kind: Any = Any) -> Any:
     try:
         return adapter(kind).validate_json(value.data)
     except ValidationError as error:
-        raise ValueError(f"stored value is not a {_name(kind)}: {_problems(error)}") from None
+        raise ValueError(
+            f"stored value does not fit type {_name(kind)}: {_problems(error)}"
+        ) from None
 
 
 def check(value: Any, kind: Any) -> Any:
@@ -47,7 +49,7 @@ def check(value: Any, kind: Any) -> Any:
     try:
         return adapter(kind).validate_python(value)
     except ValidationError as error:
-        raise ValueError(f"{value!r} is not a {_name(kind)}: {_problems(error)}") from None
+        raise ValueError(f"{value!r} does not fit type {_name(kind)}: {_problems(error)}") from None
 
 
 def _name(kind: Any) -> str:

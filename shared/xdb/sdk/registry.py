@@ -167,7 +167,7 @@ def _states(
     for state in declared:
         if not isinstance(state, AsyncState):
             problems.append(
-                f"{name}: {state!r} is not an AsyncState instance (write {type(state).__name__}()?)"
+                f"{name}: list an instance of state {state.__name__}, i.e. {state.__name__}()"
                 if isinstance(state, type)
                 else f"{name}: {state!r} is not an AsyncState instance"
             )
