@@ -11,8 +11,10 @@ The user's data lives in *your* table ``user`` (key ``user_id``): ``form``, ``st
 
 ``./run up`` runs ``main`` against the local engine: one user verifies at once, another
 is reminded twice (the 24-hour timers are skipped with the client's ``skip_timer``) and
-then verifies. Against a deployed stack: ``XDB_API_URL=<the stack's ApiUrl>`` (see the
-README's Deploy section for the worker's URL and signing).
+then verifies. Against a deployed stack, deploy this module as a Lambda function behind a
+function URL (handler ``user_signup.lambda_handler``, ``XDB_SIGNING_SECRET`` set), then::
+
+    XDB_API_URL=<ApiUrl> XDB_WORKER_URL=<function URL> AWS_REGION=<region> python examples/user_signup.py
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import os
 import threading
 import time
 from datetime import timedelta
+from functools import cache
+from typing import Any
 
 import boto3
 import uvicorn
@@ -44,13 +48,16 @@ from xdb.sdk import (
     Process,
     ProcessStartOptions,
     Registry,
+    SigV4Transport,
     StateDecision,
     StateSchema,
     TimerCommand,
     WorkerService,
+    aws_lambda,
     rpc,
 )
 from xdb.sdk.asgi import asgi_app
+from xdb.transport import Transport
 
 log = logging.getLogger("user_signup")
 
@@ -141,6 +148,16 @@ class UserSignup(Process):
 registry = Registry(UserSignup)
 
 
+@cache
+def _lambda_worker() -> Any:
+    return aws_lambda.handler(WorkerService(registry))
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The worker as a Lambda function (function URL); XDB_SIGNING_SECRET holds the key."""
+    return _lambda_worker()(event, context)  # type: ignore[no-any-return]
+
+
 def serve_worker(port: int = WORKER_PORT) -> tuple[uvicorn.Server, str]:
     """The worker over HTTP on 127.0.0.1 (uvicorn, in a thread): the server and its URL.
     It checks the engine's signature with the key in XDB_SIGNING_SECRET."""
@@ -173,10 +190,14 @@ def sign_up(client: Client, user_id: str, name: str) -> str:
     return process_id
 
 
-def main(api_url: str) -> None:
+def main(api_url: str, worker_url: str | None = None, transport: Transport | None = None) -> None:
+    """Run both paths against the engine at ``api_url``; without ``worker_url`` the worker
+    is served here (the local engine)."""
     logging.basicConfig(level=logging.WARNING, format="  (worker) %(message)s")
-    server, worker_url = serve_worker()
-    client = Client(api_url, worker_url)
+    server = None
+    if worker_url is None:
+        server, worker_url = serve_worker()
+    client = Client(api_url, worker_url, transport=transport)
     run = int(time.time())
 
     print("1. Ada signs up and verifies at once")
@@ -193,14 +214,20 @@ def main(api_url: str) -> None:
     print(f"   verify RPC: {client.invoke_rpc(bob, UserSignup.verify, 'sms')!r}")
     print(f"   {bob} completed: {client.wait_for_process_completion(bob, str)!r}")
 
-    if not os.environ.get("XDB_API_URL"):  # the local engine: show the rows in table "user"
-        table = boto3.client("dynamodb", region_name="us-east-1")
-        for user in (f"ada-{run}", f"bob-{run}"):
-            item = table.get_item(TableName="user", Key={"user_id": {"S": user}})["Item"]
-            print(f"   user row {user}: status={item['status']['S']} source={item['source']['S']}")
+    # The rows of table "user" (moto in this process locally; your account's when deployed).
+    table = boto3.client("dynamodb", region_name=os.environ.get("AWS_REGION", "us-east-1"))
+    for user in (f"ada-{run}", f"bob-{run}"):
+        item = table.get_item(TableName="user", Key={"user_id": {"S": user}})["Item"]
+        print(f"   user row {user}: status={item['status']['S']} source={item['source']['S']}")
     client.close()
-    server.should_exit = True
+    if server is not None:
+        server.should_exit = True
 
 
 if __name__ == "__main__":
-    main(os.environ.get("XDB_API_URL", "http://127.0.0.1:8801"))
+    region = os.environ.get("AWS_REGION")
+    main(
+        os.environ.get("XDB_API_URL", "http://127.0.0.1:8801"),
+        os.environ.get("XDB_WORKER_URL"),
+        SigV4Transport(region) if region else None,
+    )

@@ -7,6 +7,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import boto3
+import pytest
 from iwf.client import Client as IwfClient
 from iwf.client_options import ClientOptions
 from iwf.tests import registry as iwf_registry
@@ -58,3 +59,16 @@ def test_iwf_and_xdb_sdk_workers_run_side_by_side(local_runtime: LocalRuntime) -
     for n in range(RUNS):
         row = table.get_item(TableName="user", Key={"user_id": {"S": f"side-{stamp}-{n}"}})["Item"]
         assert (row["status"]["S"], row["source"]["S"]) == ("verified", "email")
+
+
+def test_the_example_runs_both_paths_as_the_readme_shows(
+    local_runtime: LocalRuntime, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server, worker_url = user_signup.serve_worker(port=0)
+    try:
+        user_signup.main(local_runtime.api_url, worker_url)
+    finally:
+        server.should_exit = True
+    out = capsys.readouterr().out
+    assert out.count("completed: 'done'") == 2
+    assert "status=verified source=email" in out and "status=verified source=sms" in out

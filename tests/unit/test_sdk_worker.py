@@ -56,8 +56,20 @@ class Wanders(AsyncState[None]):  # goes to a state it did not declare
         return StateDecision.single_next_state(Finish, 1)
 
 
+class LooksUp(AsyncState[None]):  # a bug in user code: a missing key
+    def execute(
+        self,
+        ctx: Context,
+        input: None,
+        results: CommandResults,
+        persistence: Persistence,
+        communication: Communication,
+    ) -> StateDecision:
+        return {}["missing"]  # type: ignore[no-any-return]
+
+
 class Misc(Process):
-    states = StateSchema(Broken(), Wanders(), Finish())
+    states = StateSchema(Broken(), Wanders(), LooksUp(), Finish())
 
 
 def execute_body(process: str, state: str, data: str = "null") -> bytes:
@@ -196,3 +208,18 @@ def test_the_lambda_handler_serves_function_url_events() -> None:
 
 def test_start_state_classes_name_themselves() -> None:
     assert Start.state_id() == "Start" and Start.input_type() is int
+
+
+def test_unknown_states_and_rpcs_are_400_but_a_key_error_in_user_code_is_500() -> None:
+    assert call(EXECUTE_PATH, execute_body("Good", "Nowhere"))[0] == 400
+    rpc_body = json.dumps(
+        {
+            "context": {"workflowId": "p", "workflowRunId": "r", "workflowStartedTimestamp": 1},
+            "workflowType": "Good",
+            "rpcName": "missing",
+        }
+    ).encode()
+    status, answer = call(RPC_PATH, rpc_body)
+    assert (status, answer["detail"]) == (400, "Good has no RPC 'missing'")
+    status, answer = call(EXECUTE_PATH, execute_body("Misc", "LooksUp"))
+    assert (status, answer["errorType"]) == (500, "KeyError")

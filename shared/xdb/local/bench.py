@@ -4,7 +4,12 @@
 handlers, moto and pumps as ``xdb dev``), with a real HTTP worker in its own process.
 Then 500 processes each wait a 2-second timer (lateness = fired - due, from the history).
 Then 50,000 completed processes are stored in the table and the first load runs again.
-A transition is one committed state execution (a worker answer applied to the table).
+A transition is one committed step: a worker's answer (wait_until, execute or RPC)
+applied to the table.
+
+The cost phase prices two workloads: 100 processes of 10 states with 1 KB of attributes,
+and 100 runs of the user-signup example (examples/user_signup.py, with its xdb.sdk worker
+and client in a process of their own): submit, wait, verify by RPC, complete.
 """
 
 from __future__ import annotations
@@ -66,7 +71,7 @@ def _main(meter: Meter, *, processes: int, states: int, stored: int) -> None:
     http = urllib3.PoolManager(maxsize=32)
     engine = None
     try:
-        engine = runtime.start(port=0, task_threads=8, meter=meter)
+        engine = runtime.start(port=0, task_threads=8, meter=meter, user_tables={"user": "user_id"})
         _wait_for(http, f"http://127.0.0.1:{port}/")
         print(
             f"xdb bench: {processes} concurrent processes x {states} states, local runtime, worker on 127.0.0.1:{port}"
@@ -74,6 +79,7 @@ def _main(meter: Meter, *, processes: int, states: int, stored: int) -> None:
         empty = _run(http, engine, f"http://127.0.0.1:{port}", processes, states, "empty")
         print(f"  empty table:                 {empty:8.1f} transitions/s")
         _cost(http, engine, meter, f"http://127.0.0.1:{port}", states)
+        _signup_cost(engine, meter)
         p50, p99 = _timer_lateness(http, engine, f"http://127.0.0.1:{port}", TIMERS)
         print(
             f"  timer lateness, {TIMERS} processes x {TIMER_SECONDS}s timer: "
@@ -271,13 +277,45 @@ def _cost(
     meter.reset()
     _run(http, engine, worker_url, COST_PROCESSES, states, "cost", first="C")
     time.sleep(1.0)  # the last stream records and their history writes
-    transitions = COST_PROCESSES * states
+    _print_cost(
+        meter,
+        COST_PROCESSES * states,
+        f"{COST_PROCESSES} processes x {states} states with 1 KB of attributes",
+    )
+
+
+SIGNUPS = 100
+# Submit's execute, Verify's wait_until, the verify RPC, Verify's execute.
+SIGNUP_TRANSITIONS = 4
+_SIGNUP_DRIVER = """
+import logging, sys
+from concurrent.futures import ThreadPoolExecutor
+from examples import user_signup as signup
+from xdb.sdk import Client
+logging.disable(logging.WARNING)
+server, worker_url = signup.serve_worker(0)
+client = Client(sys.argv[1], worker_url)
+def one(n):
+    process_id = signup.sign_up(client, f"bench-{sys.argv[3]}-{n}", f"User{n}")
+    assert client.invoke_rpc(process_id, signup.UserSignup.verify, "email") == "done"
+    assert client.wait_for_process_completion(process_id, str) == "done"
+with ThreadPoolExecutor(16) as pool:
+    list(pool.map(one, range(int(sys.argv[2]))))
+"""
+
+
+def _signup_cost(engine: runtime.LocalRuntime, meter: Meter) -> None:
+    """Price the user-signup example, run by its own worker and client in a subprocess."""
+    meter.reset()
+    _python(_SIGNUP_DRIVER, engine.api_url, str(SIGNUPS), uuid.uuid4().hex[:6])
+    time.sleep(1.0)  # the last stream records and their history writes
+    _print_cost(meter, SIGNUPS * SIGNUP_TRANSITIONS, f"user signup x {SIGNUPS} (verified by RPC)")
+
+
+def _print_cost(meter: Meter, transitions: int, workload: str) -> None:
     dollars = meter.dollars()
     per_million = sum(dollars.values()) / transitions * 1e6
-    print(
-        f"  cost, {COST_PROCESSES} processes x {states} states with 1 KB of attributes "
-        "(us-east-1 list prices, docs/cost.md):"
-    )
+    print(f"  cost, {workload} (us-east-1 list prices, docs/cost.md):")
     for name, amount in dollars.items():
         print(f"    {name:<18} ${amount / transitions * 1e6:7.3f} per million transitions")
     print(f"    {'total':<18} ${per_million:7.3f} per million transitions   (goal: <= $2.00)")

@@ -7,7 +7,10 @@ the local stream reader drops records once delivered (see ``MotoStream``), under
 Two fix races. DynamoDB's conditional writes are atomic; moto's check the condition and
 then write, so two threads of the local runtime could both pass a check on the same
 version and one write would be lost (the 50-concurrent-RPC counter test ended at 49). We
-run every DynamoDB write under one lock, :data:`DYNAMODB_WRITE_LOCK`. SQS ``delete_message`` rebuilds the queue's message list without the
+run every DynamoDB call under one lock, :data:`DYNAMODB_LOCK`: reads too, because moto keeps a
+table's items in a ``defaultdict`` that a read of a missing item adds to, and a transaction
+deep-copies the table ("dictionary changed size during iteration"). The GIL serializes
+moto's work anyway; the lock costs little. SQS ``delete_message`` rebuilds the queue's message list without the
 queue's lock, while ``send_message`` appends under it: a message sent during a delete is
 lost (``xdb bench`` lost about one process in twenty to it). ``receive_message`` reads the
 set of pending messages while a delete changes it ("Set changed size during iteration").
@@ -54,13 +57,16 @@ from moto.sqs.models import Queue, SQSBackend
 
 _applied = False
 STREAM_LOCK = threading.RLock()
-DYNAMODB_WRITE_LOCK = threading.RLock()
-_DYNAMODB_WRITES = (
+DYNAMODB_LOCK = threading.RLock()
+_DYNAMODB_CALLS = (
     "put_item",
     "update_item",
     "delete_item",
     "transact_write_items",
     "batch_write_item",
+    "get_item",
+    "query",
+    "scan",
 )
 
 
@@ -100,9 +106,9 @@ def apply() -> None:
             return transact(self, *args, **kwargs)
 
     DynamoDBBackend.transact_write_items = transact_with_stream_locked  # type: ignore[method-assign]
-    # Outside the stream lock (taken second): every write takes the write lock first.
-    for name in _DYNAMODB_WRITES:
-        setattr(DynamoDBBackend, name, _under_write_lock(getattr(DynamoDBBackend, name)))
+    # Outside the stream lock (taken second): every call takes the DynamoDB lock first.
+    for name in _DYNAMODB_CALLS:
+        setattr(DynamoDBBackend, name, _under_lock(getattr(DynamoDBBackend, name)))
     add_record = StreamShard.add
 
     def add_record_locked(self: StreamShard, old: Any, new: Any) -> None:
@@ -133,10 +139,10 @@ def apply() -> None:
     BackendDict._create_account_specific_backend = existing_or_create  # type: ignore[method-assign]
 
 
-def _under_write_lock(write: Any) -> Any:
-    @functools.wraps(write)
+def _under_lock(call: Any) -> Any:
+    @functools.wraps(call)
     def locked(*args: Any, **kwargs: Any) -> Any:
-        with DYNAMODB_WRITE_LOCK:
-            return write(*args, **kwargs)
+        with DYNAMODB_LOCK:
+            return call(*args, **kwargs)
 
     return locked

@@ -27,6 +27,7 @@ from xdb.sdk.decision import RESERVED, StateDecision, StateMovement
 from xdb.sdk.encoding import decode, encode
 from xdb.sdk.errors import DefinitionError
 from xdb.sdk.persistence import Communication, Persistence
+from xdb.sdk.process import Process
 from xdb.sdk.registry import ProcessDefinition, Registry
 from xdb.sdk.state import Context
 from xdb.signing import SignatureError, verify
@@ -89,8 +90,8 @@ class WorkerService:
             return _error(400, f"invalid request: {error.errors()[:3]}")
         try:
             answer = call(request)
-        except KeyError as error:
-            return _error(400, str(error.args[0]) if error.args else repr(error))
+        except _NotServed as error:
+            return _error(400, str(error))
         except Exception as error:  # user code failed: the engine retries it
             logger.exception("%s failed", path)
             return _error(500, f"{type(error).__name__}: {error}", type(error).__name__)
@@ -101,8 +102,20 @@ class WorkerService:
 
     # -- the three calls
 
+    def _served(
+        self, process_type: str, state_id: str | None = None
+    ) -> tuple[ProcessDefinition, Process]:
+        """The registered process (and that it has the state), or :class:`_NotServed`."""
+        try:
+            definition, process = self._registry.get(process_type)
+        except KeyError as error:
+            raise _NotServed(error.args[0]) from None
+        if state_id is not None and state_id not in definition.states:
+            raise _NotServed(f"{process_type} has no state {state_id!r}")
+        return definition, process
+
     def _wait_until(self, request: wire.WorkflowStateWaitUntilRequest) -> BaseModel:
-        definition, _ = self._registry.get(request.workflow_type)
+        definition, _ = self._served(request.workflow_type, request.workflow_state_id)
         state = definition.state(request.workflow_state_id)
         persistence = Persistence(definition, request.data_objects, request.global_attributes)
         communication = Communication(definition)
@@ -124,8 +137,8 @@ class WorkerService:
         )
 
     def _execute(self, request: wire.WorkflowStateExecuteRequest) -> BaseModel:
-        definition, _ = self._registry.get(request.workflow_type)
         state_id = request.workflow_state_id
+        definition, _ = self._served(request.workflow_type, state_id)
         state = definition.state(state_id)
         persistence = Persistence(definition, request.data_objects, request.global_attributes)
         communication = Communication(definition)
@@ -157,10 +170,10 @@ class WorkerService:
         )
 
     def _rpc(self, request: wire.WorkflowWorkerRpcRequest) -> BaseModel:
-        definition, process = self._registry.get(request.workflow_type)
+        definition, process = self._served(request.workflow_type)
         rpc = definition.rpcs.get(request.rpc_name)
         if rpc is None:
-            raise KeyError(f"{definition.process_type} has no RPC {request.rpc_name!r}")
+            raise _NotServed(f"{definition.process_type} has no RPC {request.rpc_name!r}")
         persistence = Persistence(definition, request.data_attributes, request.global_attributes)
         communication = Communication(
             definition, {name: info.size for name, info in request.internal_channel_infos.items()}
@@ -186,6 +199,10 @@ class WorkerService:
             upsert_global_attributes=persistence.global_writes(),
             publish_to_inter_state_channel=communication.published(),
         )
+
+
+class _NotServed(Exception):
+    """The request names a process, state or RPC this worker does not have (400)."""
 
 
 def _command_request(definition: ProcessDefinition, request: CommandRequest) -> wire.CommandRequest:
