@@ -14,9 +14,7 @@ from typing import Any, TypeVar
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from pydantic import BaseModel, ValidationError
 
-from xdb.api.docs_page import PAGE
 from xdb.api.errors import status_of
-from xdb.api.openapi import engine_document
 from xdb.core.errors import XdbError
 from xdb.engine import processes, rpc
 from xdb.engine.runtime import engine
@@ -136,13 +134,18 @@ for route in ROUTES:
     _route(*route)
 
 
+# The documents are imported on first use: no process step needs them, a cold start would.
 @app.get("/openapi.json")
 def openapi_document() -> Response:
+    from xdb.api.openapi import engine_document
+
     return _json(200, engine_document())
 
 
 @app.get("/docs")
 def docs_page() -> Response:
+    from xdb.api.docs_page import PAGE
+
     return Response(status_code=200, content_type="text/html; charset=utf-8", body=PAGE)
 
 

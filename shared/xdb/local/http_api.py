@@ -4,6 +4,7 @@ for the API function, and its answers become HTTP responses."""
 from __future__ import annotations
 
 import base64
+import logging
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -45,6 +46,9 @@ def to_event(method: str, target: str, headers: dict[str, str], body: bytes) -> 
     }
 
 
+logger = logging.getLogger(__name__)
+
+
 class ApiServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -73,7 +77,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         event = to_event(method, self.path, dict(self.headers.items()), body)
-        answer = self.server.function(event, context_for("api"))
+        try:
+            answer = self.server.function(event, context_for("api"))
+        except Exception:
+            # A function error: API Gateway answers 500 with this body (and Lambda logs it).
+            logger.exception("the API function failed")
+            answer = {"statusCode": 500, "body": '{"message":"Internal Server Error"}'}
         payload = answer.get("body") or ""
         data = base64.b64decode(payload) if answer.get("isBase64Encoded") else payload.encode()
         self.send_response(answer.get("statusCode", 200))

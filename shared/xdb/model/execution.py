@@ -5,9 +5,9 @@ executions, data attributes, completion outputs and the events of the transition
 produced it. Every change is a pure function from one snapshot to the next
 (:mod:`xdb.core`), committed with one conditional write guarded by ``version``.
 Closed state executions leave the snapshot; their story stays in the history.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations``, for import time (see :mod:`xdb.model.wire`).
+"""
 
 from enum import StrEnum
 
@@ -87,7 +87,7 @@ class StateOptions(Domain):
     proceed_on_wait_until_failure: bool = False
     # When execute runs out of attempts: go to this state with the same input, or fail.
     recovery_state_id: str | None = None
-    recovery_options: StateOptions | None = None
+    recovery_options: "StateOptions | None" = None
 
     def timeout(self, api: Api) -> float:
         return self.wait_until_timeout if api is Api.WAIT_UNTIL else self.execute_timeout

@@ -10,9 +10,11 @@ Field names follow the iWF IDL (``iwf.yaml`` of indeedeng/iwf-idl), which the pu
   newer SDK versions may add fields we do not know yet.
 
 XDB extensions are extra optional fields only; none changes the meaning of an iWF field.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: pydantic would then evaluate every
+annotation string when each class is created, a third of this module's import time (a
+Lambda cold start); only forward references are quoted.
+"""
 
 from enum import StrEnum
 from typing import Any
@@ -60,6 +62,13 @@ class EncodedObject(Tolerant):
 class KeyValue(Tolerant):
     key: str
     value: EncodedObject | None = None
+
+
+class InterStateChannelPublishing(Tolerant):
+    channel_name: str = Field(min_length=1)
+    value: EncodedObject | None = None
+    # XDB extension: the same dedup id twice on one channel is stored once.
+    dedup_id: str | None = Field(default=None, min_length=1, max_length=256)
 
 
 class SearchAttributeValueType(StrEnum):
@@ -147,7 +156,7 @@ class WorkflowStateOptions(Tolerant):
     wait_until_api_failure_policy: WaitUntilApiFailurePolicy | None = None
     execute_api_failure_policy: ExecuteApiFailurePolicy | None = None
     execute_api_failure_proceed_state_id: str | None = None
-    execute_api_failure_proceed_state_options: WorkflowStateOptions | None = None
+    execute_api_failure_proceed_state_options: "WorkflowStateOptions | None" = None
     skip_start_api: bool | None = None
     skip_wait_until: bool | None = None
 
@@ -498,13 +507,6 @@ class CommandResults(_Wire):
     timer_results: list[TimerResult] | None = None
     state_start_api_succeeded: bool | None = None
     state_wait_until_failed: bool | None = None
-
-
-class InterStateChannelPublishing(Tolerant):
-    channel_name: str = Field(min_length=1)
-    value: EncodedObject | None = None
-    # XDB extension: the same dedup id twice on one channel is stored once.
-    dedup_id: str | None = Field(default=None, min_length=1, max_length=256)
 
 
 class StateMovement(Tolerant):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import threading
 from collections import OrderedDict
@@ -248,7 +249,7 @@ class ExecutionStore:
         return [
             event
             for item in self._query(process_key(workflow_id), history_prefix(run_id))
-            for event in _EVENTS.validate_json(item["events"]["S"])
+            for event in _events().validate_json(item["events"]["S"])
         ]
 
     def all_history(self) -> dict[tuple[str, str], list[Event]]:
@@ -270,7 +271,7 @@ class ExecutionStore:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return {
-            key: [event for _, doc in sorted(items) for event in _EVENTS.validate_json(doc)]
+            key: [event for _, doc in sorted(items) for event in _events().validate_json(doc)]
             for key, items in versions.items()
         }
 
@@ -366,8 +367,11 @@ def _history_item(execution: Execution) -> dict[str, Any]:
     return {
         PK: {"S": process_key(execution.workflow_id)},
         SK: {"S": history_key(execution.run_id, execution.version)},
-        "events": {"S": _EVENTS.dump_json(execution.events, exclude_defaults=True).decode()},
+        "events": {"S": _events().dump_json(execution.events, exclude_defaults=True).decode()},
     }
 
 
-_EVENTS = TypeAdapter(list[Event])
+@functools.cache
+def _events() -> TypeAdapter[list[Event]]:
+    # Built on first use, not at import: a schema costs a Lambda cold start ~10 ms.
+    return TypeAdapter(list[Event])
