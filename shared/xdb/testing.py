@@ -23,12 +23,14 @@ import heapq
 import importlib
 import itertools
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 from boto3.dynamodb.types import TypeDeserializer
 from pydantic import SecretStr
 
@@ -47,7 +49,7 @@ ENGINE_URL = "http://engine.xdb.test"
 WORKER_URL = "http://worker.xdb.test"
 _SECRET = "xdb-testing-signing-secret"
 _GET_WITH_WAIT = "/api/v1/workflow/getWithWait"
-_MAX_STEPS = 100_000
+_MAX_STEPS = 10_000
 
 
 class VirtualClock:
@@ -132,6 +134,8 @@ class TestEnvironment:
             raise
         self.client = Client(ENGINE_URL, WORKER_URL, transport=self._to_engine)
         self.worker_calls = 0
+        # A test may use the client from several threads; the engine here runs one step at a time.
+        self._lock = threading.RLock()
 
     def __enter__(self) -> TestEnvironment:
         return self
@@ -147,17 +151,22 @@ class TestEnvironment:
 
     def sleep(self, duration: timedelta) -> None:
         """Let ``duration`` of virtual time pass, running everything due on the way."""
-        end = self.clock.now + duration.total_seconds()
-        self.run()
-        while (due := self.queue.next_due()) is not None and due <= end:
-            self.clock.now = max(self.clock.now, due)
+        with self._lock:
+            end = self.clock.now + duration.total_seconds()
+            self.run(skip_time=True, horizon=end)
+            self.clock.now = max(self.clock.now, end)
             self.run()
-        self.clock.now = max(self.clock.now, end)
-        self.run()
 
-    def run(self, *, skip_time: bool = False, until: Callable[[], bool] | None = None) -> None:
+    def run(
+        self,
+        *,
+        skip_time: bool = False,
+        until: Callable[[], bool] | None = None,
+        horizon: float | None = None,
+    ) -> None:
         """Deliver stream records and due tasks until none are left (or ``until`` holds);
-        with ``skip_time``, jump the clock to the next task whenever nothing else is left."""
+        with ``skip_time``, jump the clock to the next task whenever nothing else is left,
+        but not past ``horizon``."""
         for _ in range(_MAX_STEPS):
             if until is not None and until():
                 return
@@ -172,10 +181,13 @@ class TestEnvironment:
                 self._deliver(tasks)
                 continue
             due = self.queue.next_due()
-            if not skip_time or due is None:
+            if not skip_time or due is None or (horizon is not None and due > horizon):
                 return
             self.clock.now = max(self.clock.now, due)
-        raise RuntimeError(f"the engine did not settle in {_MAX_STEPS} steps")
+        raise RuntimeError(
+            f"the engine did not settle in {_MAX_STEPS} steps (at virtual time "
+            f"{self.clock.now:.0f}): a state that keeps failing with unlimited retries?"
+        )
 
     def _deliver(self, tasks: list[Task]) -> None:
         records = [
@@ -189,11 +201,14 @@ class TestEnvironment:
             }
             for index, task in enumerate(tasks)
         ]
-        answer = self._handlers["task_sqs"]({"Records": records}, context_for("task"))
+        try:
+            answer = self._handlers["task_sqs"]({"Records": records}, context_for("task"))
+            failed = [tasks[int(f["itemIdentifier"])] for f in answer.get("batchItemFailures", [])]
+        except BatchProcessingError:  # every task of the batch failed
+            failed = tasks
         # A failed task comes back when its visibility timeout ends, as on SQS.
         retry_at = self.clock.now + TASK_QUEUE["VisibilityTimeout"]
-        for failure in answer.get("batchItemFailures", []):
-            task = tasks[int(failure["itemIdentifier"])]
+        for task in failed:
             self.queue.send([task.model_copy(update={"due_at": retry_at})], now=self.clock.now)
 
     # -- what the test can look at
@@ -229,17 +244,19 @@ class TestEnvironment:
         self, url: str, body: bytes, headers: Mapping[str, str], timeout: float
     ) -> Reply:
         path = urlsplit(url).path
-        if path == _GET_WITH_WAIT:
-            process_id = json.loads(body)["workflowId"]
-            self.run(skip_time=True, until=lambda: self._closed(process_id))
-            if not self._closed(process_id) and self.queue.next_due() is None:
-                return _stuck(process_id)
-        else:
+        with self._lock:
+            if path == _GET_WITH_WAIT:
+                # Time skips to the process's end (or until nothing is left to happen).
+                process_id = json.loads(body)["workflowId"]
+                self.run(skip_time=True, until=lambda: self._closed(process_id))
+                if not self._closed(process_id) and self.queue.next_due() is None:
+                    return _stuck(process_id)
+            else:
+                self.run()
+            event = to_event("POST", path, dict(headers), body)
+            answer = self._handlers["api_http"](event, context_for("api"))
             self.run()
-        event = to_event("POST", path, dict(headers), body)
-        answer = self._handlers["api_http"](event, context_for("api"))
-        self.run()
-        return Reply(answer["statusCode"], (answer.get("body") or "").encode())
+            return Reply(answer["statusCode"], (answer.get("body") or "").encode())
 
     def _closed(self, process_id: str) -> bool:
         execution = self.engine.store.current(process_id)

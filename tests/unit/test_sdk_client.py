@@ -82,6 +82,24 @@ def test_error_answers_map_to_typed_exceptions(status: int, body: Any, kind: typ
     assert raised.value.status == status
 
 
+def test_stop_terminates_and_api_gateway_refusals_say_why() -> None:
+    script = Script(stop=[(200, {}), (403, {"message": "Missing Authentication Token"})])
+    client(script).stop("p")
+    assert script.requests[0][1]["stopType"] == "TERMINATE"
+    with pytest.raises(ClientError, match="Missing Authentication Token"):
+        client(script).stop("p")
+
+
+def test_publishing_with_the_process_checks_the_queue_and_the_value() -> None:
+    script = Script(publishToInternalChannel=[(200, {})])
+    with pytest.raises(ValueError, match="no local queue 'verfy'"):
+        client(script).publish_to_local_queue("p", "verfy", process=UserSignup)
+    with pytest.raises(ValueError, match="does not fit type str"):
+        client(script).publish_to_local_queue("p", "q", 42, process=Good)
+    client(script).publish_to_local_queue("p", "q", "fine", process=Good)
+    assert [path for path, _ in script.requests] == ["publishToInternalChannel"]
+
+
 def test_no_answer_is_engine_unavailable() -> None:
     with pytest.raises(EngineUnavailable, match="no answer from http://engine"):
         client(Script(stop=[TransportError("connection refused")])).stop("p")

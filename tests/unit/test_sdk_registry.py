@@ -20,6 +20,7 @@ from xdb.sdk import (
     PersistenceSchema,
     Process,
     Registry,
+    RetryPolicy,
     StateDecision,
     StateOptions,
     StateSchema,
@@ -134,6 +135,17 @@ def test_states_must_be_instances_with_execute_and_a_declared_input_type() -> No
         "Bad: state NoInputType must declare its input type, e.g. class NoInputType(AsyncState[None]) or AsyncState[MyInput]",
         "Bad: state id '_SYS_DEAD_END' is reserved",
     ]
+
+
+def test_state_options_are_checked_at_registration() -> None:
+    class Odd(Finish):
+        options = StateOptions(execute_retry=RetryPolicy(backoff_coefficient=0.5))
+
+    class P(Process):
+        states = StateSchema(Odd())
+
+    [problem] = problems_of(P)
+    assert problem.startswith("P: options of state Odd: Input should be greater than or equal to 1")
 
 
 def test_types_that_cannot_be_checked_are_errors() -> None:

@@ -12,9 +12,10 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from tests.unit.test_sdk_registry import Finish, Good, Start
-from xdb.model.wire import EXECUTE_PATH, RPC_PATH
+from xdb.model.wire import EXECUTE_PATH, RPC_PATH, WAIT_UNTIL_PATH
 from xdb.sdk import (
     AsyncState,
+    CommandRequest,
     CommandResults,
     Communication,
     Context,
@@ -23,6 +24,7 @@ from xdb.sdk import (
     Registry,
     StateDecision,
     StateSchema,
+    TimerCommand,
     WorkerService,
 )
 from xdb.sdk.asgi import asgi_app
@@ -223,3 +225,53 @@ def test_unknown_states_and_rpcs_are_400_but_a_key_error_in_user_code_is_500() -
     assert (status, answer["detail"]) == (400, "Good has no RPC 'missing'")
     status, answer = call(EXECUTE_PATH, execute_body("Misc", "LooksUp"))
     assert (status, answer["errorType"]) == (500, "KeyError")
+
+
+def wait_until_body(process: str, state: str, data: str = "null") -> bytes:
+    body = json.loads(execute_body(process, state, data))
+    del body["commandResults"]
+    return json.dumps(body).encode()
+
+
+class Timers(AsyncState[None]):
+    def wait_until(
+        self, ctx: Context, input: None, persistence: Persistence, communication: Communication
+    ) -> CommandRequest:
+        # An explicit id "1", and an unnamed command at position 1.
+        return CommandRequest.for_all_command_completed(
+            TimerCommand.by_seconds(5, "1"), TimerCommand.by_seconds(9)
+        )
+
+    def execute(self, *_: Any) -> StateDecision:
+        return StateDecision.dead_end()
+
+
+class TwinTimers(Timers):
+    def wait_until(self, *_: Any) -> CommandRequest:
+        return CommandRequest.for_any_command_completed(
+            TimerCommand.by_seconds(5, "t"), TimerCommand.by_seconds(9, "t")
+        )
+
+
+class Commands(Process):
+    states = StateSchema(Timers(), TwinTimers(), Finish())
+
+
+commands_worker = WorkerService(Registry(Commands), signing_secret=SECRET)
+
+
+def test_unnamed_commands_never_take_an_id_a_command_was_given() -> None:
+    body = wait_until_body("Commands", "Timers")
+    reply = commands_worker.handle(WAIT_UNTIL_PATH, body, sign(SECRET, body))
+    ids = [t["commandId"] for t in json.loads(reply.body)["commandRequest"]["timerCommands"]]
+    assert ids == ["1", "_1"]
+    body = wait_until_body("Commands", "TwinTimers")
+    reply = commands_worker.handle(WAIT_UNTIL_PATH, body, sign(SECRET, body))
+    assert reply.status == 500 and b"same id" in reply.body
+
+
+def test_wait_until_on_a_state_without_one_waits_for_nothing() -> None:
+    body = wait_until_body("Commands", "Finish", "1")
+    reply = commands_worker.handle(WAIT_UNTIL_PATH, body, sign(SECRET, body))
+    assert reply.status == 200
+    assert json.loads(reply.body)["commandRequest"]["commandWaitingType"] == "ALL_COMPLETED"

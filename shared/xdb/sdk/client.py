@@ -18,6 +18,7 @@ with :class:`SigV4Transport` (IAM authorization, the stack's default) or pass
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -193,11 +194,18 @@ class Client:
         value: Any = None,
         *,
         dedup_id: str | None = None,
+        process: type[Process] | None = None,
     ) -> None:
         """Send a message to a local queue of the current execution; with ``dedup_id`` a
-        retried send is stored once."""
+        retried send is stored once. Given the ``process`` class, the queue's name and the
+        value's type are checked before sending."""
+        kind: Any = Any
+        if process is not None:
+            kind = _declared(define(process).queues, queue, "local queue")
         message = wire.InterStateChannelPublishing(
-            channel_name=queue, value=None if value is None else encode(value), dedup_id=dedup_id
+            channel_name=queue,
+            value=None if value is None else encode(value, kind),
+            dedup_id=dedup_id,
         )
         self._call(
             "/api/v1/workflow/publishToInternalChannel",
@@ -217,12 +225,16 @@ class Client:
         hints = get_type_hints(method)
         parameters = list(method.__code__.co_varnames[: method.__code__.co_argcount])
         input_type = hints.get(parameters[2], Any) if len(parameters) > 2 else Any
-        call_timeout = timeout or getattr(getattr(method, "__xdb_rpc__", None), "timeout", None)
+        call_timeout = timeout
+        if call_timeout is None:
+            call_timeout = getattr(getattr(method, "__xdb_rpc__", None), "timeout", None)
         request = wire.WorkflowRpcRequest(
             workflow_id=process_id,
             rpc_name=method.__name__,
             input=encode(input, input_type),
-            timeout_seconds=None if call_timeout is None else int(call_timeout.total_seconds()),
+            timeout_seconds=(
+                None if call_timeout is None else max(1, math.ceil(call_timeout.total_seconds()))
+            ),
         )
         answer = self._call("/api/v1/workflow/rpc", request)
         output = answer.get("output")
@@ -278,7 +290,7 @@ class Client:
             wire.WorkflowStopRequest(
                 workflow_id=process_id,
                 reason=reason,
-                stop_type=wire.WorkflowStopType.FAIL if fail else None,
+                stop_type=wire.WorkflowStopType.FAIL if fail else wire.WorkflowStopType.TERMINATE,
             ),
         )
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any
@@ -78,10 +78,17 @@ class TimerResult:
 
 @dataclass(frozen=True)
 class LocalQueueResult:
+    """A local queue command's result; ``value`` is the message, read as the queue's type
+    when first asked for (a message that does not fit fails only the code that reads it)."""
+
     command_id: str
     queue: str
     received: bool
-    value: Any = None
+    read: Callable[[], Any] = field(default=lambda: None, repr=False, compare=False)
+
+    @property
+    def value(self) -> Any:
+        return self.read()
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ The tree::
     │   │   ├── ProcessNotFound      no such process (execution)
     │   │   ├── ProcessAlreadyStarted  the id is taken under its id reuse policy
     │   │   └── ProcessClosed        the execution has ended; the request needs it running
-    │   ├── RpcFailed            420: the worker's RPC failed (the worker's detail attached)
+    │   ├── RpcFailed            420: the worker's RPC failed (the detail quotes its answer)
     │   ├── WaitTimedOut         420: still running when the wait ended
     │   ├── LockConflict         450: a locked attribute kept changing under the call
     │   └── EngineUnavailable    no answer, or 5xx/503: safe to retry later
@@ -178,8 +178,9 @@ def error_from_reply(status: int, body: bytes) -> ClientError:
         or _BY_STATUS.get(status)
         or (EngineUnavailable if status >= 500 else ClientError)
     )
+    # API Gateway's own refusals (authorization) carry "message" instead of "detail".
     return kind(
-        str(answer.get("detail") or f"HTTP {status}"),
+        str(answer.get("detail") or answer.get("message") or f"HTTP {status}"),
         status=status,
         code=code,
         sub_status=sub_status,

@@ -7,6 +7,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, get_type_hints
 
+from pydantic import ValidationError
+
 from xdb.model import wire
 from xdb.sdk.decision import RESERVED
 from xdb.sdk.encoding import adapter
@@ -148,7 +150,7 @@ def _define(process: type[Process]) -> ProcessDefinition:
     rpcs = _rpcs(name, process, problems)
     if problems:
         raise DefinitionError(problems)
-    return ProcessDefinition(
+    definition = ProcessDefinition(
         process_type=process.process_type(),
         states=states,
         starting_state=schema.starting_state,
@@ -158,6 +160,14 @@ def _define(process: type[Process]) -> ProcessDefinition:
         queues=queues,
         rpcs=rpcs,
     )
+    for state_id in states:  # options are checked now, not when a decision needs them
+        try:
+            definition.state_options(state_id)
+        except ValidationError as error:
+            problems.append(f"{name}: options of state {state_id}: {error.errors()[0]['msg']}")
+    if problems:
+        raise DefinitionError(problems)
+    return definition
 
 
 def _states(

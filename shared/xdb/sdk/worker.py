@@ -7,6 +7,7 @@ adapters — :func:`xdb.sdk.asgi.asgi_app` (uvicorn, Starlette, FastAPI) and
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -117,6 +118,10 @@ class WorkerService:
     def _wait_until(self, request: wire.WorkflowStateWaitUntilRequest) -> BaseModel:
         definition, _ = self._served(request.workflow_type, request.workflow_state_id)
         state = definition.state(request.workflow_state_id)
+        if not type(state).waits():  # called anyway (another client started it without
+            # skipWaitUntil): wait for nothing rather than fail for ever
+            empty = _command_request(definition, CommandRequest.empty())
+            return wire.WorkflowStateWaitUntilResponse(command_request=empty)
         persistence = Persistence(definition, request.data_objects, request.global_attributes)
         communication = Communication(definition)
         commands = state.wait_until(
@@ -208,9 +213,13 @@ class _NotServed(Exception):
 def _command_request(definition: ProcessDefinition, request: CommandRequest) -> wire.CommandRequest:
     timers: list[wire.TimerCommand] = []
     queues: list[wire.InterStateChannelCommand] = []
+    given = [c.command_id for c in request.commands if c.command_id]
+    if len(given) != len(set(given)):
+        raise DefinitionError([f"two commands of one request have the same id: {given}"])
     for index, command in enumerate(request.commands):
-        # Every command gets an id, so its result can be found by it.
-        command_id = command.command_id or f"{index}"
+        # Every command gets an id, so its result can be found by it: its position, unless
+        # another command took that id.
+        command_id = command.command_id or (f"{index}" if f"{index}" not in given else f"_{index}")
         if isinstance(command, LocalQueueCommand):
             if command.queue not in definition.queues:
                 raise DefinitionError(
@@ -241,7 +250,7 @@ def _command_results(definition: ProcessDefinition, results: wire.CommandResults
                 r.command_id,
                 r.channel_name,
                 r.request_status == "RECEIVED",
-                decode(r.value, definition.queues.get(r.channel_name, Any)),
+                functools.partial(decode, r.value, definition.queues.get(r.channel_name, Any)),
             )
             for r in results.inter_state_channel_results or ()
         ),
