@@ -26,6 +26,7 @@ from xdb.sdk import (
     ProcessStopped,
     ProcessTimedOut,
     RpcFailed,
+    SigV4Transport,
     WaitTimedOut,
 )
 from xdb.transport import Reply, TransportError
@@ -187,3 +188,20 @@ def test_several_outputs_are_not_silently_reduced_to_one() -> None:
     with pytest.raises(MultipleOutputs):
         client(script).wait_for_process_completion("p")
     assert [r.output for r in client(script).get_results("p")] == ["a", "b"]
+
+
+def test_sigv4_transport_signs_for_execute_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    seen: list[Mapping[str, str]] = []
+
+    def inner(url: str, body: bytes, headers: Mapping[str, str], timeout: float) -> Reply:
+        seen.append(headers)
+        return Reply(200, b"{}")
+
+    transport = SigV4Transport("eu-west-1", inner)
+    transport("https://abc.execute-api.eu-west-1.amazonaws.com/api/v1/workflow/stop", b"{}", {}, 5)
+    authorization = seen[0]["Authorization"]
+    assert authorization.startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+    assert "/eu-west-1/execute-api/aws4_request" in authorization
+    assert "X-Amz-Date" in seen[0]
