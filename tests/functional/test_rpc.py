@@ -80,11 +80,19 @@ def test_worker_error_is_420_with_its_detail_and_changes_nothing(
     harness: Harness, worker: FakeWorker
 ) -> None:
     worker.on("rpc", "boom", lambda _: (500, "WorkerExecutionError: no such order"))
+    worker.on("rpc", "sdk", lambda _: (500, {"detail": "no such user", "errorType": "KeyError"}))
     harness.start("wf", "Idle")
     before = harness.engine.store.current("wf")
     status, body = rpc(harness, "boom")
     assert status == 420 and body["subStatus"] == "WORKER_API_ERROR"
     assert "no such order" in body["detail"]
+    assert body["originalWorkerErrorDetail"] == "WorkerExecutionError: no such order"
+    assert body["originalWorkerErrorStatus"] == 500
+    status, body = rpc(harness, "sdk")
+    assert (body["originalWorkerErrorDetail"], body["originalWorkerErrorType"]) == (
+        "no such user",
+        "KeyError",
+    )
     assert harness.engine.store.current("wf") == before
 
 

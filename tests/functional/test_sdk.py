@@ -395,6 +395,7 @@ def test_an_rpc_starts_threads_publishes_and_reads(env: TestEnvironment) -> None
     with pytest.raises(RpcFailed) as failed:
         env.client.invoke_rpc("c", Rpcs.explode)
     assert "PermissionError: not allowed" in failed.value.detail
+    assert failed.value.worker_detail == "PermissionError: not allowed"
 
 
 def test_the_engine_errors_reach_the_client_typed(env: TestEnvironment) -> None:

@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from pydantic import BaseModel, ValidationError
 
 from xdb.api.errors import status_of
-from xdb.core.errors import XdbError
+from xdb.core.errors import WorkerCallFailed, XdbError
 from xdb.engine import processes, rpc
 from xdb.engine.runtime import engine
 from xdb.model import wire
@@ -167,9 +167,17 @@ def invalid_request(error: ValidationError) -> Response:
 @app.exception_handler(XdbError)
 def engine_error(error: XdbError) -> Response:
     status, sub_status = status_of(error)
-    return _json(
-        status, ErrorResponse(detail=error.message, sub_status=sub_status, code=error.code).dump()
+    # A worker's failure (an RPC's) passes on what the worker said, as iWF does.
+    worker = error.identifiers if isinstance(error, WorkerCallFailed) else {}
+    answer = ErrorResponse(
+        detail=error.message,
+        sub_status=sub_status,
+        code=error.code,
+        original_worker_error_detail=worker.get("worker_detail"),
+        original_worker_error_type=worker.get("worker_error_type"),
+        original_worker_error_status=worker.get("status"),
     )
+    return _json(status, answer.dump())
 
 
 @app.not_found

@@ -58,10 +58,13 @@ class WorkerClient:
             raise WorkerCallFailed(f"calling {url} failed: {error}", url=url) from None
         text = reply.body.decode("utf-8", errors="replace")
         if reply.status >= 300:
+            detail, error_type = _worker_error(text)
             raise WorkerCallFailed(
                 f"worker answered {reply.status} at {path}: {text[:_DETAIL_LIMIT]}",
                 url=url,
                 status=reply.status,
+                worker_detail=detail,
+                worker_error_type=error_type,
             )
         try:
             answer = json.loads(text)
@@ -74,3 +77,16 @@ class WorkerClient:
                 f"worker answered a JSON {type(answer).__name__}, not an object, at {path}", url=url
             )
         return answer
+
+
+def _worker_error(text: str) -> tuple[str, str | None]:
+    """The worker's own detail and error type: from its error body (``detail``,
+    ``errorType``) when it sent one, else the body's start."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("detail"), str):
+        error_type = body.get("errorType")
+        return body["detail"][:_DETAIL_LIMIT], error_type if isinstance(error_type, str) else None
+    return text[:_DETAIL_LIMIT], None

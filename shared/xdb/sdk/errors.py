@@ -10,7 +10,7 @@ The tree::
     │   │   ├── ProcessNotFound      no such process (execution)
     │   │   ├── ProcessAlreadyStarted  the id is taken under its id reuse policy
     │   │   └── ProcessClosed        the execution has ended; the request needs it running
-    │   ├── RpcFailed            420: the worker's RPC failed (the detail quotes its answer)
+    │   ├── RpcFailed            420: the worker's RPC failed (``worker_detail``: what it said)
     │   ├── WaitTimedOut         420: still running when the wait ended
     │   ├── LockConflict         450: a locked attribute kept changing under the call
     │   └── EngineUnavailable    no answer, or 5xx/503: safe to retry later
