@@ -28,6 +28,10 @@ from xdb.model.execution import (
     Status,
 )
 from xdb.model.wire import (
+    DEAD_END,
+    FORCE_COMPLETE,
+    FORCE_FAIL,
+    GRACEFUL_COMPLETE,
     EncodedObject,
     KeyValue,
     StateDecision,
@@ -37,11 +41,6 @@ from xdb.model.wire import (
     WorkflowStateExecuteResponse,
     WorkflowStateWaitUntilResponse,
 )
-
-GRACEFUL_COMPLETE = "_SYS_GRACEFUL_COMPLETING_WORKFLOW"
-FORCE_COMPLETE = "_SYS_FORCE_COMPLETING_WORKFLOW"
-FORCE_FAIL = "_SYS_FORCE_FAILING_WORKFLOW"
-DEAD_END = "_SYS_DEAD_END"
 
 
 def on_wait_until(

@@ -509,6 +509,13 @@ class CommandResults(_Wire):
     state_wait_until_failed: bool | None = None
 
 
+# Reserved state ids: moving to one closes the process or ends the thread.
+GRACEFUL_COMPLETE = "_SYS_GRACEFUL_COMPLETING_WORKFLOW"
+FORCE_COMPLETE = "_SYS_FORCE_COMPLETING_WORKFLOW"
+FORCE_FAIL = "_SYS_FORCE_FAILING_WORKFLOW"
+DEAD_END = "_SYS_DEAD_END"
+
+
 class StateMovement(Tolerant):
     state_id: str
     state_input: EncodedObject | None = None

@@ -5,16 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from xdb.model.wire import DEAD_END, FORCE_COMPLETE, FORCE_FAIL, GRACEFUL_COMPLETE
+
 if TYPE_CHECKING:
     from xdb.sdk.state import AsyncState
 
-# The engine's reserved state ids (iWF's): moving to one of them closes the process or
-# ends the thread.
-GRACEFUL_COMPLETE = "_SYS_GRACEFUL_COMPLETING_WORKFLOW"
-FORCE_COMPLETE = "_SYS_FORCE_COMPLETING_WORKFLOW"
-FORCE_FAIL = "_SYS_FORCE_FAILING_WORKFLOW"
-DEAD_END = "_SYS_DEAD_END"
 RESERVED = frozenset({GRACEFUL_COMPLETE, FORCE_COMPLETE, FORCE_FAIL, DEAD_END})
+
+
+def state_id_of(state: type[AsyncState[Any]] | str) -> str:
+    """A state's id, from its class or as given."""
+    return state if isinstance(state, str) else state.state_id()
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class StateMovement:
 
     @property
     def state_id(self) -> str:
-        return self.state if isinstance(self.state, str) else self.state.state_id()
+        return state_id_of(self.state)
 
 
 @dataclass(frozen=True)

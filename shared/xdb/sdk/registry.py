@@ -10,7 +10,7 @@ from typing import Any, get_type_hints
 from pydantic import ValidationError
 
 from xdb.model import wire
-from xdb.sdk.decision import RESERVED
+from xdb.sdk.decision import RESERVED, state_id_of
 from xdb.sdk.encoding import adapter
 from xdb.sdk.errors import DefinitionError
 from xdb.sdk.process import (
@@ -44,6 +44,7 @@ class ProcessDefinition:
     global_attributes: GlobalAttributes | None
     queues: dict[str, Any]
     rpcs: dict[str, RpcDefinition]
+    options: dict[str, wire.WorkflowStateOptions]
 
     def state(self, state_id: str) -> AsyncState[Any]:
         try:
@@ -53,39 +54,45 @@ class ProcessDefinition:
                 [f"{self.process_type} has no state {state_id!r} (it has {sorted(self.states)})"]
             ) from None
 
-    def state_options(
-        self, state_id: str, _seen: frozenset[str] = frozenset()
-    ) -> wire.WorkflowStateOptions:
-        """The engine's options for a state: its own, plus skipping ``wait_until`` when it
-        has none."""
-        state = self.state(state_id)
-        options = state.options
-        fields: dict[str, Any] = {"skip_wait_until": True} if not state.waits() else {}
-        if options is not None:
-            if options.wait_until_timeout is not None:
-                fields["wait_until_api_timeout_seconds"] = _seconds(options.wait_until_timeout)
-            if options.execute_timeout is not None:
-                fields["execute_api_timeout_seconds"] = _seconds(options.execute_timeout)
-            if options.wait_until_retry is not None:
-                fields["wait_until_api_retry_policy"] = _retry(options.wait_until_retry)
-            if options.execute_retry is not None:
-                fields["execute_api_retry_policy"] = _retry(options.execute_retry)
-            if options.proceed_on_wait_until_failure:
-                fields["wait_until_api_failure_policy"] = (
-                    wire.WaitUntilApiFailurePolicy.PROCEED_ON_FAILURE
+    def state_options(self, state_id: str) -> wire.WorkflowStateOptions:
+        """The engine's options for a state (built once, when the process was defined)."""
+        self.state(state_id)
+        return self.options[state_id]
+
+
+def _options(
+    states: dict[str, AsyncState[Any]], state_id: str, seen: frozenset[str] = frozenset()
+) -> wire.WorkflowStateOptions:
+    """A state's options as the engine takes them: its own, plus skipping ``wait_until``
+    when it has none, and the options of the state it proceeds to on failure."""
+    state = states[state_id]
+    options = state.options
+    fields: dict[str, Any] = {"skip_wait_until": True} if not state.waits() else {}
+    if options is not None:
+        if options.wait_until_timeout is not None:
+            fields["wait_until_api_timeout_seconds"] = _seconds(options.wait_until_timeout)
+        if options.execute_timeout is not None:
+            fields["execute_api_timeout_seconds"] = _seconds(options.execute_timeout)
+        if options.wait_until_retry is not None:
+            fields["wait_until_api_retry_policy"] = _retry(options.wait_until_retry)
+        if options.execute_retry is not None:
+            fields["execute_api_retry_policy"] = _retry(options.execute_retry)
+        if options.proceed_on_wait_until_failure:
+            fields["wait_until_api_failure_policy"] = (
+                wire.WaitUntilApiFailurePolicy.PROCEED_ON_FAILURE
+            )
+        proceed = options.execute_failure_proceeds_to
+        if proceed is not None:
+            target = state_id_of(proceed)
+            fields["execute_api_failure_policy"] = (
+                wire.ExecuteApiFailurePolicy.PROCEED_TO_CONFIGURED_STATE
+            )
+            fields["execute_api_failure_proceed_state_id"] = target
+            if target not in seen | {state_id}:
+                fields["execute_api_failure_proceed_state_options"] = _options(
+                    states, target, seen | {state_id}
                 )
-            proceed = options.execute_failure_proceeds_to
-            if proceed is not None:
-                target = _state_id(proceed)
-                fields["execute_api_failure_policy"] = (
-                    wire.ExecuteApiFailurePolicy.PROCEED_TO_CONFIGURED_STATE
-                )
-                fields["execute_api_failure_proceed_state_id"] = target
-                if target not in _seen | {state_id}:
-                    fields["execute_api_failure_proceed_state_options"] = self.state_options(
-                        target, _seen | {state_id}
-                    )
-        return wire.WorkflowStateOptions(**fields)
+    return wire.WorkflowStateOptions(**fields)
 
 
 def _seconds(duration: Any) -> int:
@@ -102,10 +109,6 @@ def _retry(policy: RetryPolicy) -> wire.RetryPolicy:
             0 if policy.maximum_duration is None else int(policy.maximum_duration.total_seconds())
         ),
     )
-
-
-def _state_id(state: type[AsyncState[Any]] | str) -> str:
-    return state if isinstance(state, str) else state.state_id()
 
 
 _defined: dict[type[Process], ProcessDefinition] = {}
@@ -150,7 +153,15 @@ def _define(process: type[Process]) -> ProcessDefinition:
     rpcs = _rpcs(name, process, problems)
     if problems:
         raise DefinitionError(problems)
-    definition = ProcessDefinition(
+    options: dict[str, wire.WorkflowStateOptions] = {}
+    for state_id in states:  # checked now, not when a decision first needs them
+        try:
+            options[state_id] = _options(states, state_id)
+        except ValidationError as error:
+            problems.append(f"{name}: options of state {state_id}: {error.errors()[0]['msg']}")
+    if problems:
+        raise DefinitionError(problems)
+    return ProcessDefinition(
         process_type=process.process_type(),
         states=states,
         starting_state=schema.starting_state,
@@ -159,15 +170,8 @@ def _define(process: type[Process]) -> ProcessDefinition:
         global_attributes=global_attributes,
         queues=queues,
         rpcs=rpcs,
+        options=options,
     )
-    for state_id in states:  # options are checked now, not when a decision needs them
-        try:
-            definition.state_options(state_id)
-        except ValidationError as error:
-            problems.append(f"{name}: options of state {state_id}: {error.errors()[0]['msg']}")
-    if problems:
-        raise DefinitionError(problems)
-    return definition
 
 
 def _states(
@@ -206,9 +210,9 @@ def _next_states(
     name: str, state: AsyncState[Any], states: dict[str, AsyncState[Any]], problems: list[str]
 ) -> list[str]:
     kind = type(state)
-    targets = [_state_id(s) for s in kind.next_states]
+    targets = [state_id_of(s) for s in kind.next_states]
     proceed = kind.options.execute_failure_proceeds_to if kind.options else None
-    for target in [*targets, *([_state_id(proceed)] if proceed is not None else [])]:
+    for target in [*targets, *([state_id_of(proceed)] if proceed is not None else [])]:
         if target not in states:
             problems.append(
                 f"{name}: state {kind.state_id()} may go to {target!r}, which is not one of "
