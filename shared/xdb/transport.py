@@ -10,7 +10,7 @@ everything around the call (signing, allow-lists, error mapping) still runs.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import urllib3
@@ -20,6 +20,7 @@ import urllib3
 class Reply:
     status: int
     body: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 class TransportError(Exception):
@@ -49,8 +50,34 @@ class HttpTransport:
             )
         except urllib3.exceptions.HTTPError as error:
             raise TransportError(str(error)) from None
-        return Reply(response.status, response.data)
+        return Reply(response.status, response.data, response.headers)
 
     def close(self) -> None:
         """Close the pooled connections."""
         self._http.clear()
+
+
+# A worker says how long it took in a Server-Timing header (W3C Server Timing), so callers
+# can tell its time from the network's: ``worker;dur=<milliseconds>``.
+SERVER_TIMING = "Server-Timing"
+
+
+def server_timing(milliseconds: float) -> str:
+    return f"worker;dur={milliseconds:.2f}"
+
+
+def server_time_ms(headers: Mapping[str, str]) -> float | None:
+    """The total duration a Server-Timing header reports, in milliseconds (None without one)."""
+    value = next((v for k, v in headers.items() if k.lower() == SERVER_TIMING.lower()), None)
+    if value is None:
+        return None
+    durations = [
+        param.split("=", 1)[1].strip('" ')
+        for metric in value.split(",")
+        for param in metric.split(";")[1:]
+        if param.strip().startswith("dur=")
+    ]
+    try:
+        return sum(float(d) for d in durations)
+    except ValueError:
+        return None

@@ -30,6 +30,7 @@ from xdb.sdk import (
 from xdb.sdk.asgi import asgi_app
 from xdb.sdk.aws_lambda import handler
 from xdb.signing import sign
+from xdb.transport import server_time_ms
 
 SECRET = b"unit-test-secret"
 
@@ -203,6 +204,7 @@ def test_the_lambda_handler_serves_function_url_events() -> None:
     }
     answer = lambda_handler(event, None)
     assert answer["statusCode"] == 200
+    assert server_time_ms(answer["headers"]) is not None
     assert json.loads(answer["body"])["stateDecision"]["nextStates"][0]["stateInput"]["data"] == "2"
     event["headers"] = {}
     assert lambda_handler(event, None)["statusCode"] == 401

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from xdb.transport import SERVER_TIMING, server_timing
 
 # (method, path, JSON body or None) -> (status, JSON answer)
 Answer = Callable[[str, str, Any], tuple[int, Any]]
@@ -20,16 +23,19 @@ def serve_json(answer: Answer, port: int = 0, *, background: bool = True) -> Thr
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:
-            self._send(*answer("GET", self.path, None))
+            self._send("GET", None)
 
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            self._send(*answer("POST", self.path, body))
+            self._send("POST", json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
 
-        def _send(self, status: int, payload: Any) -> None:
+        def _send(self, method: str, body: Any) -> None:
+            started = time.perf_counter()
+            status, payload = answer(method, self.path, body)
             data = json.dumps(payload).encode()
+            elapsed_ms = (time.perf_counter() - started) * 1000
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
+            self.send_header(SERVER_TIMING, server_timing(elapsed_ms))
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

@@ -13,8 +13,12 @@ capacity is computed from item sizes by DynamoDB's rules:
 
 Lambda is priced from invocations and a duration model (the local runtime runs handlers
 in-process over moto, so wall time says little about Lambda's): each invocation is billed
-``BASE_MS`` of engine code, ``AWS_REQUEST_MS`` per AWS request it makes, and the worker
-calls' measured wall time. The prices and their sources are in docs/cost.md.
+``BASE_MS`` of engine code, ``AWS_REQUEST_MS`` per AWS request it makes, and for each
+worker call one round trip (``AWS_REQUEST_MS`` again) plus the time the worker says it took
+(its ``Server-Timing`` header; the call's measured wall time when it sends none). The
+worker's own figure is used because the engine's measured time here includes waiting for
+the other handlers' threads in this one process, which a Lambda invocation never does.
+The prices and their sources are in docs/cost.md.
 """
 
 from __future__ import annotations
@@ -30,8 +34,8 @@ from typing import Any
 
 from botocore.client import BaseClient
 
-from xdb.aws.worker_client import WorkerClient
 from xdb.store.table import SEARCH_INDEX, TABLE
+from xdb.transport import HttpTransport, Reply, server_time_ms
 
 # us-east-1 list prices, USD (sources in docs/cost.md).
 PRICE_WRITE_UNIT = 0.625 / 1e6  # DynamoDB on-demand write request unit
@@ -108,15 +112,11 @@ class Meter:
 
         return metered
 
-    @contextmanager
-    def worker_call(self) -> Iterator[None]:
-        """Time a call to a worker: the task function waits for it, and is billed."""
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            elapsed = time.perf_counter() - started
-            self._calls.worker_seconds = getattr(self._calls, "worker_seconds", 0.0) + elapsed
+    def worker_called(self, measured_seconds: float, reply: Reply | None) -> None:
+        """Bill a call to a worker: the function waits for it (see the module docstring)."""
+        reported_ms = server_time_ms(reply.headers) if reply is not None else None
+        billed = measured_seconds if reported_ms is None else (AWS_REQUEST_MS + reported_ms) / 1000
+        self._calls.worker_seconds = getattr(self._calls, "worker_seconds", 0.0) + billed
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -162,24 +162,29 @@ def metering() -> Iterator[Meter]:
     session's events: moto replaces boto3's default session when it starts.
     """
     meter = Meter()
-    call, post = BaseClient._make_api_call, WorkerClient.post  # type: ignore[attr-defined]
+    call, send = BaseClient._make_api_call, HttpTransport.__call__  # type: ignore[attr-defined]
 
     def counted_call(self: BaseClient, operation: str, params: dict[str, Any]) -> Any:
         parsed = call(self, operation, params)
         meter.count(self.meta.service_model.endpoint_prefix, operation, params, parsed)
         return parsed
 
-    def timed_post(self: WorkerClient, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        with meter.worker_call():
-            return post(self, *args, **kwargs)
+    def timed_send(self: HttpTransport, *args: Any, **kwargs: Any) -> Reply:
+        # In the engine's process, every HTTP request is a call to a worker.
+        started, reply = time.perf_counter(), None
+        try:
+            reply = send(self, *args, **kwargs)
+            return reply
+        finally:
+            meter.worker_called(time.perf_counter() - started, reply)
 
     BaseClient._make_api_call = counted_call  # type: ignore[attr-defined]
-    WorkerClient.post = timed_post  # type: ignore[method-assign]
+    HttpTransport.__call__ = timed_send  # type: ignore[method-assign]
     try:
         yield meter
     finally:
         BaseClient._make_api_call = call  # type: ignore[attr-defined]
-        WorkerClient.post = post  # type: ignore[method-assign]
+        HttpTransport.__call__ = send  # type: ignore[method-assign]
 
 
 # -- DynamoDB's capacity rules

@@ -10,7 +10,7 @@ User code is synchronous; each request runs on a worker thread so the event loop
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 from xdb.sdk.worker import WorkerService
@@ -50,13 +50,23 @@ def asgi_app(worker: WorkerService) -> ASGIApp:
         reply = await asyncio.get_running_loop().run_in_executor(
             None, worker.handle, path, bytes(body), headers
         )
-        await _answer(send, reply.status, reply.body)
+        await _answer(send, reply.status, reply.body, reply.headers)
 
     return app
 
 
-async def _answer(send: Send, status: int, body: bytes, *, allow: bool = False) -> None:
+async def _answer(
+    send: Send,
+    status: int,
+    body: bytes,
+    extra: Mapping[str, str] | None = None,
+    *,
+    allow: bool = False,
+) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers += [
+        (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (extra or {}).items()
+    ]
     if allow:
         headers.append((b"allow", b"POST"))
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -8,7 +8,7 @@ The signing secret comes from ``XDB_SIGNING_SECRET`` (or pass it to ``WorkerServ
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from xdb.sdk.worker import WorkerService
@@ -26,15 +26,15 @@ def handler(worker: WorkerService) -> LambdaHandler:
         body = event.get("body") or ""
         data = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode()
         reply = worker.handle(event.get("rawPath", "/"), data, event.get("headers") or {})
-        return _answer(reply.status, reply.body)
+        return _answer(reply.status, reply.body, reply.headers)
 
     return lambda_handler
 
 
-def _answer(status: int, body: bytes) -> dict[str, Any]:
+def _answer(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
     return {
         "statusCode": status,
-        "headers": {"Content-Type": "application/json"},
+        "headers": {"Content-Type": "application/json", **(headers or {})},
         "body": body.decode(),
         "isBase64Encoded": False,
     }
