@@ -154,7 +154,7 @@ class Chaos:
     @contextmanager
     def installed(self) -> Iterator[None]:
         engine = self.harness.engine
-        post, save, history = engine.worker.post, engine.store.save, engine.store.append_history_of
+        post, save, history = engine.worker.post, engine.store.save, engine.store.write_history
         call = BaseClient._make_api_call  # type: ignore[attr-defined]
         chaos = self
 
@@ -173,12 +173,12 @@ class Chaos:
             if self._maybe(["task: crash after the commit, before the ack"], rate=self.rate / 4):
                 raise Crash
 
-        def crashing_history(executions: Any) -> None:
+        def crashing_history(changes: Any) -> None:
             if self._maybe(
                 ["stream: crash after enqueueing, before the checkpoint"], rate=self.rate / 4
             ):
                 raise Crash
-            history(executions)
+            history(changes)
 
         def throttled(client: BaseClient, operation: str, params: dict[str, Any]) -> Any:
             if client.meta.service_model.endpoint_prefix == "dynamodb" and chaos._maybe(
@@ -190,14 +190,14 @@ class Chaos:
 
         engine.worker.post = crashing_post  # type: ignore[method-assign]
         engine.store.save = crashing_save  # type: ignore[method-assign]
-        engine.store.append_history_of = crashing_history  # type: ignore[method-assign]
+        engine.store.write_history = crashing_history  # type: ignore[method-assign]
         BaseClient._make_api_call = throttled  # type: ignore[attr-defined]
         try:
             yield
         finally:
             engine.worker.post = post  # type: ignore[method-assign]
             engine.store.save = save  # type: ignore[method-assign]
-            engine.store.append_history_of = history  # type: ignore[method-assign]
+            engine.store.write_history = history  # type: ignore[method-assign]
             BaseClient._make_api_call = call  # type: ignore[attr-defined]
 
     # -- delivery, as Lambda's event source mappings would do it (with faults)

@@ -7,7 +7,9 @@ never acknowledged (a crash), and so on. Workers are real HTTP servers on 127.0.
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import threading
 import time
 from collections import Counter
@@ -244,7 +246,9 @@ class Harness:
     # -- what happened
 
     def history(self, workflow_id: str, run_id: str) -> list[Any]:
-        return self.engine.store.history(workflow_id, run_id)
+        execution = self.engine.store.run(workflow_id, run_id)
+        assert execution is not None, f"no run {run_id} of {workflow_id}"
+        return self.engine.store.history(execution)
 
     def decisions(self, workflow_id: str, run_id: str) -> Counter[str]:
         """Committed execute decisions per state execution id."""
@@ -266,3 +270,8 @@ class Harness:
             attributes["ApproximateNumberOfMessagesNotVisible"]
         )
         return ready, int(attributes["ApproximateNumberOfMessagesDelayed"])
+
+
+def incompressible(size: int) -> str:
+    """``size`` characters that zlib cannot shrink much (snapshots are stored compressed)."""
+    return base64.b64encode(os.urandom(size * 3 // 4)).decode()

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from functions import api_http, stream_ddb, task_sqs
-from tests.functional.harness import FakeWorker, Harness, complete
+from tests.functional.harness import FakeWorker, Harness, complete, incompressible
 from xdb.local.pumps import context_for
+from xdb.store.dynamodb_store import decode
 
 EVENTS = Path(__file__).parents[2] / "events"
 
@@ -30,15 +31,26 @@ def test_sample_start_then_get(harness: Harness) -> None:
     ]
 
 
-def test_sample_stream_insert_enqueues_the_first_task_and_writes_history(harness: Harness) -> None:
+def test_sample_stream_insert_enqueues_the_first_task_and_its_events_stay_in_the_snapshot(
+    harness: Harness,
+) -> None:
     answer = stream_ddb.lambda_handler(sample("dynamodb_stream_insert.json"), context_for("stream"))
     assert answer == {"batchItemFailures": []}
     tasks = [json.loads(m["Body"]) for m in harness.receive()]
     assert [(t["kind"], t["state_execution_id"]) for t in tasks] == [("state", "Submit-1")]
     assert harness.queue_depth() == (1, 0)
     assert len(harness.schedules()) == 1  # the process timeout, an hour away
-    history = harness.engine.store.history("order-42", "7f9d1c1e-0000-4000-8000-000000000001")
-    assert [e.kind for e in history] == ["PROCESS_STARTED", "STATE_STARTED"]
+    assert harness.item_count() == 0  # no history page: the new snapshot carries its events
+    modify = sample("dynamodb_stream_modify.json")
+    assert stream_ddb.lambda_handler(modify, context_for("stream")) == {"batchItemFailures": []}
+    # The new image left the old one's events out: they became a history page.
+    execution = decode(modify["Records"][0]["dynamodb"]["NewImage"])
+    history = harness.engine.store.history(execution)
+    assert [e.kind for e in history] == [
+        "PROCESS_STARTED",
+        "STATE_STARTED",
+        *(e.kind for e in execution.events),
+    ]
 
 
 def test_sample_task_for_an_unknown_process_is_dropped(harness: Harness) -> None:
@@ -148,7 +160,9 @@ def start_body(**changes: object) -> dict:
         ("/api/v1/workflow/start", "{not json", 400, "invalid request"),
         (
             "/api/v1/workflow/start",
-            start_body(workflowId="big", stateInput={"encoding": "json", "data": "x" * 500_000}),
+            start_body(
+                workflowId="big", stateInput={"encoding": "json", "data": incompressible(600_000)}
+            ),
             400,
             "over the 380000-byte limit",
         ),

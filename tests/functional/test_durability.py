@@ -107,15 +107,15 @@ def test_crash_in_stream_handler_after_enqueueing(harness: Harness, worker: Fake
     script_chain(worker)
     run_id = harness.start("wf")
     records = harness.stream_records()
-    history = harness.engine.store.append_history_of
+    history = harness.engine.store.write_history
 
     def crash(_):  # type: ignore[no-untyped-def]
         raise Crash
 
-    harness.engine.store.append_history_of = crash  # type: ignore[method-assign]
+    harness.engine.store.write_history = crash  # type: ignore[method-assign]
     with pytest.raises(Crash):
         harness.deliver_stream(records)  # tasks were sent, the checkpoint was not
-    harness.engine.store.append_history_of = history  # type: ignore[method-assign]
+    harness.engine.store.write_history = history  # type: ignore[method-assign]
     harness.deliver_stream(records)  # Lambda delivers the batch again
     harness.run()
     assert_completed_once_per_state(harness, run_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tests.functional.harness import FakeWorker, Harness, complete, decide
+from tests.functional.harness import FakeWorker, Harness, complete, decide, incompressible
 
 
 def flaky(failures: int, then: Any) -> Any:
@@ -107,7 +107,7 @@ def test_slow_worker_times_out_and_goes_to_the_recovery_state(
 def test_answer_that_would_overflow_the_item_fails_the_attempt_and_writes_nothing(
     harness: Harness, worker: FakeWorker
 ) -> None:
-    huge = {"key": "blob", "value": {"encoding": "json", "data": "x" * 500_000}}
+    huge = {"key": "blob", "value": {"encoding": "json", "data": incompressible(600_000)}}
 
     def answer(_: dict[str, Any]) -> tuple[int, Any]:
         return 200, {**decide(("B", None))(_)[1], "upsertDataObjects": [huge]}

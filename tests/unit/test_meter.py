@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from xdb.local.meter import AWS_REQUEST_MS, Meter, item_size
+from xdb.local.meter import AWS_REQUEST_MS, Meter
+from xdb.store.capacity import item_size
 from xdb.transport import Reply, server_time_ms
 
 

@@ -12,6 +12,7 @@ from xdb.model.execution import (
     StateExecution,
     StateOptions,
     Status,
+    VersionEvents,
 )
 from xdb.model.wire import EncodedObject, InterStateChannelPublishing, KeyValue, WorkflowErrorType
 
@@ -19,8 +20,11 @@ RESERVED_PREFIX = "_SYS_"
 
 
 def next_version(execution: Execution) -> Execution:
-    """The snapshot a transition changes: a deep copy one version on, with no events yet."""
+    """The snapshot a transition changes: a deep copy one version on, with no events yet
+    (this version's events join the earlier ones)."""
     nxt = execution.model_copy(deep=True)
+    if nxt.events:
+        nxt.earlier_events.append(VersionEvents(version=nxt.version, events=nxt.events))
     nxt.version += 1
     nxt.events = []
     nxt.global_write = None

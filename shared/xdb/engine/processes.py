@@ -393,9 +393,7 @@ def _reset_point(engine: Engine, execution: Execution, request: WorkflowResetReq
             f"reset type {kind} is not supported by XDB (it has no Temporal history events); "
             "use BEGINNING, STATE_ID or STATE_EXECUTION_ID"
         )
-    # The history holds every committed version's events, written by the stream function;
-    # the snapshot holds the latest version's, which the stream may not have written yet.
-    events = engine.store.history(execution.workflow_id, execution.run_id) + execution.events
+    events = engine.store.history(execution)
     starts = [e for e in events if e.kind is EventKind.STATE_STARTED]
     if kind is WorkflowResetType.BEGINNING:
         found = starts[:1]

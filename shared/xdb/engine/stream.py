@@ -1,10 +1,10 @@
-"""Use case of the stream handler: turn committed changes into tasks and history.
+"""Use case of the stream handler: turn committed changes into tasks and history pages.
 
 Stream records arrive at least once, in order per item. A batch is handled as a whole:
-the tasks and history of all its records are sent in as few calls as SQS and DynamoDB
-allow. When something fails, the batch reports its first record as failed, so the whole
-batch is delivered again; that is safe because tasks derived twice are dropped by the
-task handler and history items have fixed keys.
+the tasks and history pages of all its records are sent in as few calls as SQS and
+DynamoDB allow. When something fails, the batch reports its first record as failed, so the
+whole batch is delivered again; that is safe because tasks derived twice are dropped by the
+task handler and history pages have fixed keys.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def handle_batch(engine: Engine, records: list[dict[str, Any]]) -> list[str]:
     """Handle stream records; return the sequence numbers to report as failed."""
     tasks: list[Task] = []
     cancelled: list[Task] = []
-    changed: list[Execution] = []
+    changes: list[tuple[Execution | None, Execution]] = []
     failed: list[str] = []
     for record in records:
         try:
@@ -42,16 +42,15 @@ def handle_batch(engine: Engine, records: list[dict[str, Any]]) -> list[str]:
         old, new = change
         tasks += tasks_for(old, new)
         cancelled += cancelled_for(old, new)
-        if new.events:
-            changed.append(new)
+        changes.append(change)
     try:
         engine.queue.send(tasks, now=engine.clock())
         engine.queue.cancel(cancelled, now=engine.clock())
-        engine.store.append_history_of(changed)
+        engine.store.write_history(changes)
     except Exception:
         logger.exception("stream batch failed; it will be delivered again")
         return [_sequence(records[0])] if records else []
-    for execution in changed:
+    for _, execution in changes:
         for event in execution.events:
             transitions_log.info(describe(execution, event))
     return failed

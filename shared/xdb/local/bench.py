@@ -158,7 +158,7 @@ def _timer_lateness(
     for workflow_id in ids:
         execution = store.current(workflow_id)
         assert execution is not None
-        events = {e.kind: e.at for e in store.history(workflow_id, execution.run_id)}
+        events = {e.kind: e.at for e in store.history(execution)}
         # The timer was due TIMER_SECONDS after wait_until's answer was committed.
         lateness.append(
             events[EventKind.TIMER_FIRED] - (events[EventKind.WAIT_UNTIL_COMPLETED] + TIMER_SECONDS)

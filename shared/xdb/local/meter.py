@@ -34,6 +34,7 @@ from typing import Any
 
 from botocore.client import BaseClient
 
+from xdb.store.capacity import item_size, write_units
 from xdb.store.table import SEARCH_INDEX, TABLE
 from xdb.transport import HttpTransport, Reply, server_time_ms
 
@@ -190,34 +191,14 @@ def metering() -> Iterator[Meter]:
 # -- DynamoDB's capacity rules
 
 
-def item_size(item: dict[str, Any]) -> int:
-    """The size DynamoDB bills for an item: names plus values, in bytes."""
-    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
-
-
-def _value_size(value: dict[str, Any]) -> int:
-    (kind, data), *_ = value.items()
-    if kind in ("S", "B"):
-        return len(data.encode() if isinstance(data, str) else data)
-    if kind == "N":
-        return 1 + math.ceil(len(data.lstrip("-").replace(".", "")) / 2)
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "M":
-        return 3 + sum(len(k.encode()) + _value_size(v) + 1 for k, v in data.items())
-    if kind == "L":
-        return 3 + sum(_value_size(v) + 1 for v in data)
-    return 3 + sum(len(str(v)) for v in data)  # SS, NS, BS
-
-
 def _write_units(item: dict[str, Any], index: dict[str, dict[str, Any]]) -> float:
-    units = float(math.ceil(item_size(item) / 1024) or 1)
+    units = float(write_units(item))
     if item.keys() >= _INDEXED_KEYS:
         key = f"{item['pk']['S']}|{item['sk']['S']}"
         entry = {k: v for k, v in item.items() if k in _INDEXED_KEYS | _PROJECTED | {"pk", "sk"}}
         before = index.get(key)
         if entry != before:
-            size_units = math.ceil(item_size(entry) / 1024) or 1
+            size_units = write_units(entry)
             keys_changed = before is not None and any(before[k] != entry[k] for k in _INDEXED_KEYS)
             units += size_units * (2 if keys_changed else 1)
             index[key] = entry

@@ -193,6 +193,14 @@ class Event(Domain):
     wait_for_key: str | None = None
 
 
+class VersionEvents(Domain):
+    """The events of one earlier version, carried in the snapshot until a history page
+    takes them (see :mod:`xdb.store.dynamodb_store`)."""
+
+    version: int
+    events: list[Event]
+
+
 class GlobalBinding(Domain):
     """XDB: the row of a user table that holds this process's global attributes."""
 
@@ -245,6 +253,8 @@ class Execution(Domain):
     results: list[Completion] = []
     error_type: str | None = None
     error_message: str | None = None
-    # The events of the transition that produced this version (the stream turns them
-    # into history items and log lines).
+    # The events of the transition that produced this version (the stream function logs
+    # them), and those of earlier versions not yet written to a history page: they ride
+    # in the snapshot while it has room in the write units it needs anyway.
     events: list[Event] = []
+    earlier_events: list[VersionEvents] = []

@@ -1,4 +1,12 @@
-"""Execution snapshots in DynamoDB: one item per process id, one conditional write per change."""
+"""Execution snapshots in DynamoDB: one item per process id, one conditional write per change.
+
+A snapshot is stored as zlib-compressed JSON (``doc``), which keeps a typical one under
+the 1 KB of a single write unit. Its history is kept cheaply: each version's events stay in
+the snapshot (``earlier_events``) while they fit in the write units the snapshot needs
+anyway; when they no longer fit, the next version is written without them and the stream
+function writes them as one history page (:meth:`ExecutionStore.write_history`). The
+history of a run is its pages, then the events its snapshot still carries.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +14,7 @@ import base64
 import functools
 import json
 import threading
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +32,7 @@ from xdb.model.wire import (
     SearchAttributeValueType,
 )
 from xdb.store import user_rows
+from xdb.store.capacity import write_units
 from xdb.store.table import (
     CURRENT,
     PK,
@@ -125,7 +135,7 @@ class ExecutionStore:
     def _put(self, execution: Execution, condition: str, values: dict[str, Any]) -> None:
         kwargs: dict[str, Any] = {
             "TableName": self._table,
-            "Item": encode(execution, sk=CURRENT),
+            "Item": _current_item(execution),
             "ConditionExpression": condition,
         }
         if values:
@@ -182,13 +192,14 @@ class ExecutionStore:
             workflow_id=execution.workflow_id,
         )
 
-    def append_history_of(self, executions: list[Execution]) -> None:
-        """Write the events of these versions as history, one item per version (fixed
-        keys: writing one twice is harmless)."""
+    def write_history(self, changes: list[tuple[Execution | None, Execution]]) -> None:
+        """Write the history pages these changes (old and new snapshots, from the stream)
+        call for: one when a new version left its run's earlier events out. A page has a
+        fixed key, so writing one twice is harmless."""
         requests = [
-            {"PutRequest": {"Item": _history_item(execution)}}
-            for execution in executions
-            if execution.events
+            {"PutRequest": {"Item": _page_item(old)}}
+            for old, new in changes
+            if old is not None and _paged(old, new)
         ]
         for start in range(0, len(requests), 25):
             pending: dict[str, Any] = {self._table: requests[start : start + 25]}
@@ -245,34 +256,33 @@ class ExecutionStore:
         token = base64.urlsafe_b64encode(json.dumps(last).encode()).decode() if last else None
         return runs, token
 
-    def history(self, workflow_id: str, run_id: str) -> list[Event]:
-        return [
-            event
-            for item in self._query(process_key(workflow_id), history_prefix(run_id))
-            for event in _events().validate_json(item["events"]["S"])
-        ]
+    def history(self, execution: Execution) -> list[Event]:
+        """Every event of this run so far: its history pages, then its snapshot's."""
+        pages = self._query(process_key(execution.workflow_id), history_prefix(execution.run_id))
+        return [event for item in pages for event in _page_events(item)] + _carried(execution)
 
     def all_history(self) -> dict[tuple[str, str], list[Event]]:
         """The history of every run, by (workflow id, run id), in one pass over the table.
         For tools (the soak), not for the engine: it reads the whole table."""
-        versions: dict[tuple[str, str], list[tuple[str, str]]] = {}
-        kwargs: dict[str, Any] = {
-            "TableName": self._table,
-            "FilterExpression": f"begins_with({SK}, :h)",
-            "ExpressionAttributeValues": {":h": {"S": history_prefix("")[:2]}},
-        }
+        pages: dict[tuple[str, str], list[tuple[str, list[Event]]]] = {}
+        carried: dict[tuple[str, str], list[Event]] = {}
+        kwargs: dict[str, Any] = {"TableName": self._table}
         while True:
             page = self._ddb.scan(**kwargs)
             for item in page.get("Items", []):
-                sk = item[SK]["S"]
-                key = (item[PK]["S"].removeprefix(process_key("")), sk.split("#")[1])
-                versions.setdefault(key, []).append((sk, item["events"]["S"]))
+                workflow_id, sk = item[PK]["S"].removeprefix(process_key("")), item[SK]["S"]
+                if sk.startswith(history_prefix("")):
+                    key = (workflow_id, sk.split("#")[1])
+                    pages.setdefault(key, []).append((sk, _page_events(item)))
+                elif "doc" in item:
+                    execution = decode(item)
+                    carried[(workflow_id, execution.run_id)] = _carried(execution)
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return {
-            key: [event for _, doc in sorted(items) for event in _events().validate_json(doc)]
-            for key, items in versions.items()
+            key: [e for _, events in sorted(pages.get(key, [])) for e in events] + events
+            for key, events in carried.items()
         }
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
@@ -295,14 +305,69 @@ class ExecutionStore:
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
+def _current_item(execution: Execution) -> dict[str, Any]:
+    """The item of a current run: with the events of earlier versions while they cost no
+    extra write unit, else without them (and ``execution`` then drops them too: the stream
+    function writes them as a page, see :func:`_paged`)."""
+    if not execution.earlier_events:
+        return encode(execution, sk=CURRENT)
+    lean = encode(execution.model_copy(update={"earlier_events": []}), sk=CURRENT)
+    try:
+        full = encode(execution, sk=CURRENT)
+    except PayloadTooLarge:
+        full = lean
+    if write_units(full) <= write_units(lean):
+        return full
+    execution.earlier_events = []
+    return lean
+
+
+def _paged(old: Execution, new: Execution) -> bool:
+    """Whether ``new`` was written without the events ``old`` carried: only the stream's
+    old image still has them, so they become a page."""
+    return old.run_id == new.run_id and not new.earlier_events and bool(_carried(old))
+
+
+def _carried(execution: Execution) -> list[Event]:
+    """The events a snapshot carries: earlier versions' not yet paged, then its own."""
+    return [e for v in execution.earlier_events for e in v.events] + execution.events
+
+
+def _page_item(old: Execution) -> dict[str, Any]:
+    first = old.earlier_events[0].version if old.earlier_events else old.version
+    return {
+        PK: {"S": process_key(old.workflow_id)},
+        SK: {"S": history_key(old.run_id, first)},
+        "events": _pack(_events().dump_json(_carried(old), exclude_defaults=True)),
+    }
+
+
+def _page_events(item: dict[str, Any]) -> list[Event]:
+    return _events().validate_json(_unpack(item["events"]))
+
+
+def _pack(data: bytes) -> dict[str, Any]:
+    return {"B": zlib.compress(data)}
+
+
+def _unpack(value: dict[str, Any]) -> bytes:
+    if "S" in value:  # plain JSON: hand-written items, the sample events
+        return str(value["S"]).encode()
+    data = value["B"]
+    if isinstance(data, str):  # a Lambda event carries binary values in base64
+        data = base64.b64decode(data)
+    return zlib.decompress(data)
+
+
 def encode(execution: Execution, *, sk: str) -> dict[str, Any]:
-    """The stored item of a snapshot. The snapshot is one JSON attribute (fast to read and
-    write); a few fields are copied to top-level attributes for conditions and filters."""
-    doc = execution.model_dump_json(exclude_defaults=True)
-    if len(doc.encode()) > MAX_SNAPSHOT_BYTES:
+    """The stored item of a snapshot. The snapshot is one compressed JSON attribute (fast
+    to read and write); a few fields are copied to top-level attributes for conditions and
+    filters."""
+    doc = _pack(execution.model_dump_json(exclude_defaults=True).encode())
+    if len(doc["B"]) > MAX_SNAPSHOT_BYTES:
         raise PayloadTooLarge(
-            f"process {execution.workflow_id!r} would grow to {len(doc.encode())} bytes, over the "
-            f"{MAX_SNAPSHOT_BYTES}-byte limit of one DynamoDB item",
+            f"process {execution.workflow_id!r} would grow to {len(doc['B'])} bytes "
+            f"(compressed), over the {MAX_SNAPSHOT_BYTES}-byte limit of one DynamoDB item",
             workflow_id=execution.workflow_id,
         )
     item: dict[str, Any] = {
@@ -312,7 +377,7 @@ def encode(execution: Execution, *, sk: str) -> dict[str, Any]:
         RUN_ID: {"S": execution.run_id},
         STATUS: {"S": execution.status.value},
         TYPE: {"S": execution.workflow_type},
-        "doc": {"S": doc},
+        "doc": doc,
     }
     if execution.search_attributes:
         item[SEARCH_ATTRIBUTES] = {
@@ -360,15 +425,7 @@ def _literal(value: str | int | float | bool) -> dict[str, Any]:
 
 
 def decode(item: dict[str, Any]) -> Execution:
-    return Execution.model_validate_json(item["doc"]["S"])
-
-
-def _history_item(execution: Execution) -> dict[str, Any]:
-    return {
-        PK: {"S": process_key(execution.workflow_id)},
-        SK: {"S": history_key(execution.run_id, execution.version)},
-        "events": {"S": _events().dump_json(execution.events, exclude_defaults=True).decode()},
-    }
+    return Execution.model_validate_json(_unpack(item["doc"]))
 
 
 @functools.cache

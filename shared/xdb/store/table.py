@@ -9,7 +9,7 @@ Items (``pk`` / ``sk``)::
 
     WF#<workflowId> / RUN                      the current run's snapshot (streamed)
     WF#<workflowId> / RUN#<runId>              a replaced run, archived (read-only)
-    WF#<workflowId> / H#<runId>#<ver>          history: the events of version ver
+    WF#<workflowId> / H#<runId>#<ver>          a history page: events of versions ver, ver+1, ...
 
 Run items (current and archived) also carry ``type``, ``status`` and ``sa`` (their search
 attributes as a map): the sparse index :data:`SEARCH_INDEX` lists runs by process type
