@@ -236,6 +236,12 @@ def _dynamodb_units(
     if operation == "GetItem":
         item = parsed.get("Item") or {}
         return 0.0, _read_units(item_size(item), bool(params.get("ConsistentRead")))
+    if operation == "BatchGetItem":
+        return 0.0, sum(
+            _read_units(item_size(item), bool(params["RequestItems"][table].get("ConsistentRead")))
+            for table, items in parsed.get("Responses", {}).items()
+            for item in items
+        )
     if operation in ("Query", "Scan"):
         size = sum(item_size(item) for item in parsed.get("Items", []))
         return 0.0, _read_units(size, bool(params.get("ConsistentRead")))

@@ -231,6 +231,9 @@ class Execution(Domain):
     closed_at: float | None = None
     request_id: str | None = None
     data_attributes: dict[str, EncodedObject] = {}
+    # Data attributes whose (large) value the store keeps in an item of its own, by the
+    # digest of the value (see xdb.store.dynamodb_store); the store's reads fill them in.
+    stored_values: dict[str, str] = {}
     search_attributes: dict[str, SearchAttribute] = {}
     global_binding: GlobalBinding | None = None
     # This version's writes to the bound row (cleared by the next transition, like events).

@@ -1,7 +1,10 @@
 """Execution snapshots in DynamoDB: one item per process id, one conditional write per change.
 
 A snapshot is stored as zlib-compressed JSON (``doc``), which keeps a typical one under
-the 1 KB of a single write unit. Its history is kept cheaply: each version's events stay in
+the 1 KB of a single write unit. A data attribute value of ``OFFLOAD_BYTES`` or more lives
+in an item of its own, keyed by the digest of its content and written before the
+snapshot that points at it: a transition that does not change it does not write it again,
+and a value item of a write that then fails is an unused item, never a wrong value. Its history is kept cheaply: each version's events stay in
 the snapshot (``earlier_events``) while they fit in the write units the snapshot needs
 anyway; when they no longer fit, the next version is written without them and the stream
 function writes them as one history page (:meth:`ExecutionStore.write_history`). The
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import json
 import threading
 import zlib
@@ -26,6 +30,7 @@ from xdb.core.errors import BadRequest, GlobalRowExists, PayloadTooLarge, Versio
 from xdb.core.search_query import SearchQuery
 from xdb.model.execution import Event, Execution, GlobalBinding
 from xdb.model.wire import (
+    EncodedObject,
     GlobalAttributeConflictMode,
     KeyValue,
     SearchAttribute,
@@ -46,10 +51,16 @@ from xdb.store.table import (
     history_key,
     history_prefix,
     process_key,
+    value_key,
 )
 
 # DynamoDB's item limit is 400 KB; keep headroom for keys and attribute names.
 MAX_SNAPSHOT_BYTES = 380_000
+# Data attribute values this long or longer are kept in items of their own: half a write
+# unit that a transition would otherwise write again each time.
+OFFLOAD_BYTES = 512
+# How much of those values a store keeps in memory (they never change: no invalidation).
+CACHED_VALUE_BYTES = 32 * 1024 * 1024
 
 
 class ExecutionStore:
@@ -64,11 +75,13 @@ class ExecutionStore:
         self._table = table_name
         self._recent: OrderedDict[str, Execution] = OrderedDict()
         self._remember = remember
+        self._values: OrderedDict[str, EncodedObject] = OrderedDict()
+        self._values_bytes = 0
         self._lock = threading.Lock()
 
     def current(self, workflow_id: str) -> Execution | None:
         item = self._get(process_key(workflow_id), CURRENT)
-        execution = decode(item) if item else None
+        execution = self._read(item) if item else None
         if execution is not None:
             self._note(execution)
         return execution
@@ -101,7 +114,61 @@ class ExecutionStore:
         if not run_id or (current is not None and current.run_id == run_id):
             return current
         item = self._get(process_key(workflow_id), archive_key(run_id))
-        return decode(item) if item else None
+        return self._read(item) if item else None
+
+    def _read(self, item: dict[str, Any]) -> Execution:
+        """A stored snapshot, with the values kept in their own items filled in."""
+        execution = decode(item)
+        digests = set(execution.stored_values.values())
+        found = {d: v for d in digests if (v := self._value(d)) is not None}
+        keys = [{PK: item[PK], SK: {"S": value_key(d)}} for d in sorted(digests - set(found))]
+        for start in range(0, len(keys), 100):
+            pending: dict[str, Any] = {
+                self._table: {"Keys": keys[start : start + 100], "ConsistentRead": True}
+            }
+            while pending:
+                answer = self._ddb.batch_get_item(RequestItems=pending)
+                for got in answer.get("Responses", {}).get(self._table, []):
+                    digest = got[SK]["S"].removeprefix(value_key(""))
+                    found[digest] = EncodedObject.model_validate_json(_unpack(got["value"]))
+                    self._remember_value(digest, found[digest])
+                pending = answer.get("UnprocessedKeys") or {}
+        for name, digest in execution.stored_values.items():
+            if digest not in found:
+                raise LookupError(f"{execution.workflow_id}: no stored value {digest} of {name!r}")
+            execution.data_attributes[name] = found[digest]
+        return execution
+
+    def _store_values(self, execution: Execution) -> None:
+        """Write the large values of ``execution`` that are not stored yet, and point it at
+        every stored one (before its snapshot is written: see the module docstring)."""
+        stored: dict[str, str] = {}
+        items = []
+        for name, value in execution.data_attributes.items():
+            if len(value.data or "") < OFFLOAD_BYTES:
+                continue
+            stored[name] = digest = _digest(value)
+            if execution.stored_values.get(name) != digest:
+                items.append(_value_item(execution.workflow_id, digest, value))
+                self._remember_value(digest, value)
+        execution.stored_values = stored
+        self._batch_put(items)
+
+    def _value(self, digest: str) -> EncodedObject | None:
+        with self._lock:
+            value = self._values.get(digest)
+            if value is not None:
+                self._values.move_to_end(digest)
+            return value
+
+    def _remember_value(self, digest: str, value: EncodedObject) -> None:
+        with self._lock:
+            if digest not in self._values:
+                self._values[digest] = value
+                self._values_bytes += len(value.data or "")
+            while self._values_bytes > CACHED_VALUE_BYTES:
+                _, dropped = self._values.popitem(last=False)
+                self._values_bytes -= len(dropped.data or "")
 
     def create(
         self, execution: Execution, *, replacing: Execution | None, read_version: int | None
@@ -133,6 +200,7 @@ class ExecutionStore:
         )
 
     def _put(self, execution: Execution, condition: str, values: dict[str, Any]) -> None:
+        self._store_values(execution)
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "Item": _current_item(execution),
@@ -196,11 +264,12 @@ class ExecutionStore:
         """Write the history pages these changes (old and new snapshots, from the stream)
         call for: one when a new version left its run's earlier events out. A page has a
         fixed key, so writing one twice is harmless."""
-        requests = [
-            {"PutRequest": {"Item": _page_item(old)}}
-            for old, new in changes
-            if old is not None and _paged(old, new)
-        ]
+        self._batch_put(
+            [_page_item(old) for old, new in changes if old is not None and _paged(old, new)]
+        )
+
+    def _batch_put(self, items: list[dict[str, Any]]) -> None:
+        requests = [{"PutRequest": {"Item": item}} for item in items]
         for start in range(0, len(requests), 25):
             pending: dict[str, Any] = {self._table: requests[start : start + 25]}
             while pending:
@@ -346,6 +415,22 @@ def _page_events(item: dict[str, Any]) -> list[Event]:
     return _events().validate_json(_unpack(item["events"]))
 
 
+def _digest(value: EncodedObject) -> str:
+    content = f"{value.encoding or ''}\n{value.data or ''}".encode()
+    return hashlib.sha256(content).hexdigest()[:32]
+
+
+def _value_item(workflow_id: str, digest: str, value: EncodedObject) -> dict[str, Any]:
+    packed = _pack(value.model_dump_json(exclude_none=True).encode())
+    if len(packed["B"]) > MAX_SNAPSHOT_BYTES:
+        raise PayloadTooLarge(
+            f"a data attribute of process {workflow_id!r} is {len(packed['B'])} bytes "
+            f"(compressed), over the {MAX_SNAPSHOT_BYTES}-byte limit of one DynamoDB item",
+            workflow_id=workflow_id,
+        )
+    return {PK: {"S": process_key(workflow_id)}, SK: {"S": value_key(digest)}, "value": packed}
+
+
 def _pack(data: bytes) -> dict[str, Any]:
     return {"B": zlib.compress(data)}
 
@@ -363,7 +448,8 @@ def encode(execution: Execution, *, sk: str) -> dict[str, Any]:
     """The stored item of a snapshot. The snapshot is one compressed JSON attribute (fast
     to read and write); a few fields are copied to top-level attributes for conditions and
     filters."""
-    doc = _pack(execution.model_dump_json(exclude_defaults=True).encode())
+    stored = {"data_attributes": set(execution.stored_values)} if execution.stored_values else None
+    doc = _pack(execution.model_dump_json(exclude_defaults=True, exclude=stored).encode())
     if len(doc["B"]) > MAX_SNAPSHOT_BYTES:
         raise PayloadTooLarge(
             f"process {execution.workflow_id!r} would grow to {len(doc['B'])} bytes "
@@ -425,6 +511,8 @@ def _literal(value: str | int | float | bool) -> dict[str, Any]:
 
 
 def decode(item: dict[str, Any]) -> Execution:
+    """The snapshot an item holds, without the values kept in their own items (enough for
+    the stream function; :class:`ExecutionStore` reads fill them in)."""
     return Execution.model_validate_json(_unpack(item["doc"]))
 
 

@@ -10,6 +10,7 @@ Items (``pk`` / ``sk``)::
     WF#<workflowId> / RUN                      the current run's snapshot (streamed)
     WF#<workflowId> / RUN#<runId>              a replaced run, archived (read-only)
     WF#<workflowId> / H#<runId>#<ver>          a history page: events of versions ver, ver+1, ...
+    WF#<workflowId> / A#<digest>               a large data attribute value, by its content
 
 Run items (current and archived) also carry ``type``, ``status`` and ``sa`` (their search
 attributes as a map): the sparse index :data:`SEARCH_INDEX` lists runs by process type
@@ -107,3 +108,7 @@ def history_prefix(run_id: str) -> str:
 
 def history_key(run_id: str, version: int) -> str:
     return f"{history_prefix(run_id)}{version:010d}"
+
+
+def value_key(digest: str) -> str:
+    return f"A#{digest}"
