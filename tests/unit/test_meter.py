@@ -38,3 +38,10 @@ def test_a_worker_call_bills_a_round_trip_and_the_time_the_worker_reports() -> N
     billed_ms = 5 + (AWS_REQUEST_MS + 3) + 40  # engine code, then the two calls
     assert meter.gb_seconds == pytest.approx(0.5 * billed_ms / 1000)  # 512 MB
     assert server_time_ms({}) is None
+
+
+def test_the_engine_sleeping_in_a_handler_is_billed_as_lambda_time() -> None:
+    meter = Meter()
+    meter.invoked("api_http", lambda event, context: meter.sleep(0.02))(None, None)
+    assert meter.gb_seconds == pytest.approx(0.5 * (5 + 20) / 1000)
+    assert meter.api_requests == 1

@@ -13,8 +13,8 @@ capacity is computed from item sizes by DynamoDB's rules:
 
 Lambda is priced from invocations and a duration model (the local runtime runs handlers
 in-process over moto, so wall time says little about Lambda's): each invocation is billed
-``BASE_MS`` of engine code, ``AWS_REQUEST_MS`` per AWS request it makes, and for each
-worker call one round trip (``AWS_REQUEST_MS`` again) plus the time the worker says it took
+``BASE_MS`` of engine code, ``AWS_REQUEST_MS`` per AWS request it makes, the time the
+engine sleeps (a long poll between its reads, a backoff), and for each worker call one round trip (``AWS_REQUEST_MS`` again) plus the time the worker says it took
 (its ``Server-Timing`` header; the call's measured wall time when it sends none). The
 worker's own figure is used because the engine's measured time here includes waiting for
 the other handlers' threads in this one process, which a Lambda invocation never does.
@@ -99,12 +99,12 @@ class Meter:
         def metered(event: Any, context: Any) -> Any:
             self._calls.count = 0
             self._calls.worker_seconds = 0.0
+            self._calls.slept = 0.0
             try:
                 return handler(event, context)
             finally:
-                billed_ms = math.ceil(
-                    BASE_MS + AWS_REQUEST_MS * self._calls.count + 1000 * self._calls.worker_seconds
-                )
+                waited = self._calls.worker_seconds + self._calls.slept
+                billed_ms = math.ceil(BASE_MS + AWS_REQUEST_MS * self._calls.count + 1000 * waited)
                 with self._lock:
                     self.invocations[function] += 1
                     self.gb_seconds += FUNCTION_GB[function] * billed_ms / 1000
@@ -118,6 +118,11 @@ class Meter:
         reported_ms = server_time_ms(reply.headers) if reply is not None else None
         billed = measured_seconds if reported_ms is None else (AWS_REQUEST_MS + reported_ms) / 1000
         self._calls.worker_seconds = getattr(self._calls, "worker_seconds", 0.0) + billed
+
+    def sleep(self, seconds: float) -> None:
+        """The engine's sleep (a long poll's wait, a backoff): Lambda bills it."""
+        self._calls.slept = getattr(self._calls, "slept", 0.0) + seconds
+        time.sleep(seconds)
 
     @contextmanager
     def paused(self) -> Iterator[None]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdb.engine import runtime as engine_runtime
+from xdb.engine.settings import Settings
 from xdb.local import aws
 from xdb.local.aws import LocalAws, MotoStream
 from xdb.local.http_api import ApiServer
@@ -80,6 +81,9 @@ def start(
     # Worker requests are signed locally too; set XDB_SIGNING_SECRET to choose the key.
     os.environ.setdefault("XDB_SIGNING_SECRET", secrets.token_urlsafe(32))
     engine_runtime.reset()
+    if meter is not None:
+        # The engine's sleeps are billed Lambda time: the meter sees them.
+        engine_runtime.install(engine_runtime.build(Settings.from_env(), sleep=meter.sleep))
     api, stream, task = (_function(name, meter) for name in ("api_http", "stream_ddb", "task_sqs"))
 
     stop = threading.Event()

@@ -1,14 +1,18 @@
 """Execution snapshots in DynamoDB: one item per process id, one conditional write per change.
 
-A snapshot is stored as zlib-compressed JSON (``doc``), which keeps a typical one under
-the 1 KB of a single write unit. A data attribute value of ``OFFLOAD_BYTES`` or more lives
-in an item of its own, keyed by the digest of its content and written before the
-snapshot that points at it: a transition that does not change it does not write it again,
-and a value item of a write that then fails is an unused item, never a wrong value. Its history is kept cheaply: each version's events stay in
-the snapshot (``earlier_events``) while they fit in the write units the snapshot needs
-anyway; when they no longer fit, the next version is written without them and the stream
-function writes them as one history page (:meth:`ExecutionStore.write_history`). The
-history of a run is its pages, then the events its snapshot still carries.
+A snapshot is stored as zlib-compressed JSON (``doc``), which keeps a typical one under the
+1 KB of a single write unit.
+
+A data attribute value of ``OFFLOAD_BYTES`` or more lives in an item of its own, keyed by
+the digest of its content and written before the snapshot that points at it: a transition
+that does not change the value does not write it again, and the value item of a write that
+then loses its condition is an unused item, never a wrong value.
+
+History is kept cheaply: each version's events stay in the snapshot (``earlier_events``)
+while they fit in the write units the snapshot needs anyway; when they no longer fit, the
+next version is written without them and the stream function writes them as one history
+page (:meth:`ExecutionStore.write_history`). The history of a run is its pages, then the
+events its snapshot still carries.
 """
 
 from __future__ import annotations
