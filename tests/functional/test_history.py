@@ -52,12 +52,12 @@ def assert_whole_history(harness: Harness, run_id: str) -> None:
     assert harness.decisions("wf", run_id) == {f"{s}-1": 1 for s in STATES}
 
 
-def test_a_small_process_keeps_its_whole_history_in_its_snapshot(
+def test_a_small_process_carries_about_ten_versions_of_history_in_its_snapshot(
     harness: Harness, worker: FakeWorker
 ) -> None:
     run_id = run_chain(harness, worker, size=8)
     assert_whole_history(harness, run_id)
-    assert pages(harness, "wf", run_id) == 0
+    assert pages(harness, "wf", run_id) <= 1  # for 12 states, instead of a write each
 
 
 def test_a_growing_process_pages_its_history_and_loses_or_doubles_nothing(

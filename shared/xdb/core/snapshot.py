@@ -21,12 +21,14 @@ RESERVED_PREFIX = "_SYS_"
 
 def next_version(execution: Execution) -> Execution:
     """The snapshot a transition changes: a deep copy one version on, with no events yet
-    (this version's events join the earlier ones)."""
-    nxt = execution.model_copy(deep=True)
-    if nxt.events:
-        nxt.earlier_events.append(VersionEvents(version=nxt.version, events=nxt.events))
+    (this version's events join the earlier ones). Events are never changed once made, so
+    the copy shares them rather than copying them again at every version."""
+    earlier = list(execution.earlier_events)
+    if execution.events:
+        earlier.append(VersionEvents(version=execution.version, events=list(execution.events)))
+    nxt = execution.model_copy(update={"events": [], "earlier_events": []}).model_copy(deep=True)
+    nxt.earlier_events = earlier
     nxt.version += 1
-    nxt.events = []
     nxt.global_write = None
     return nxt
 

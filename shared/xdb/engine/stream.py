@@ -26,7 +26,8 @@ def handle_batch(engine: Engine, records: list[dict[str, Any]]) -> list[str]:
     """Handle stream records; return the sequence numbers to report as failed."""
     tasks: list[Task] = []
     cancelled: list[Task] = []
-    changes: list[tuple[Execution | None, Execution]] = []
+    changed: list[Execution] = []
+    images: list[tuple[dict[str, Any] | None, dict[str, Any]]] = []
     failed: list[str] = []
     for record in records:
         try:
@@ -42,15 +43,17 @@ def handle_batch(engine: Engine, records: list[dict[str, Any]]) -> list[str]:
         old, new = change
         tasks += tasks_for(old, new)
         cancelled += cancelled_for(old, new)
-        changes.append(change)
+        changed.append(new)
+        dynamodb = record["dynamodb"]
+        images.append((dynamodb["OldImage"] if old else None, dynamodb["NewImage"]))
     try:
         engine.queue.send(tasks, now=engine.clock())
         engine.queue.cancel(cancelled, now=engine.clock())
-        engine.store.write_history(changes)
+        engine.store.write_history(images)
     except Exception:
         logger.exception("stream batch failed; it will be delivered again")
         return [_sequence(records[0])] if records else []
-    for _, execution in changes:
+    for execution in changed:
         for event in execution.events:
             transitions_log.info(describe(execution, event))
     return failed

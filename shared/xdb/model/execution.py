@@ -11,7 +11,7 @@ No ``from __future__ import annotations``, for import time (see :mod:`xdb.model.
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from xdb.model.wire import (
     CommandWaitingType,
@@ -24,7 +24,9 @@ from xdb.model.wire import (
 
 
 class Domain(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first use
+    # Built on first use. Nested defaults are factories (``Field(default_factory=...)``):
+    # pydantic deep-copies a model instance given as a default each time it is used.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class Status(StrEnum):
@@ -77,12 +79,12 @@ class StateOptions(Domain):
     skip_wait_until: bool = False
     wait_until_timeout: float = 30.0
     execute_timeout: float = 30.0
-    wait_until_retry: Retry = Retry()
-    execute_retry: Retry = Retry()
-    wait_until_loading: Loading = Loading()
-    execute_loading: Loading = Loading()
-    wait_until_search_loading: Loading = Loading()
-    execute_search_loading: Loading = Loading()
+    wait_until_retry: Retry = Field(default_factory=Retry)
+    execute_retry: Retry = Field(default_factory=Retry)
+    wait_until_loading: Loading = Field(default_factory=Loading)
+    execute_loading: Loading = Field(default_factory=Loading)
+    wait_until_search_loading: Loading = Field(default_factory=Loading)
+    execute_search_loading: Loading = Field(default_factory=Loading)
     # When wait_until runs out of attempts: proceed to execute (True) or fail the process.
     proceed_on_wait_until_failure: bool = False
     # When execute runs out of attempts: go to this state with the same input, or fail.
@@ -140,7 +142,7 @@ class StateExecution(Domain):
     state_id: str
     wait_for_key: str | None = None
     input: EncodedObject | None = None
-    options: StateOptions = StateOptions()
+    options: StateOptions = Field(default_factory=StateOptions)
     phase: Phase
     attempt: int = 1
     first_attempt_at: float

@@ -32,7 +32,7 @@ from pydantic import TypeAdapter
 
 from xdb.core.errors import BadRequest, GlobalRowExists, PayloadTooLarge, VersionConflict
 from xdb.core.search_query import SearchQuery
-from xdb.model.execution import Event, Execution, GlobalBinding
+from xdb.model.execution import Event, Execution, GlobalBinding, VersionEvents
 from xdb.model.wire import (
     EncodedObject,
     GlobalAttributeConflictMode,
@@ -121,8 +121,9 @@ class ExecutionStore:
         return self._read(item) if item else None
 
     def _read(self, item: dict[str, Any]) -> Execution:
-        """A stored snapshot, with the values kept in their own items filled in."""
-        execution = decode(item)
+        """A stored snapshot, whole: with its earlier events, and the values kept in their
+        own items filled in."""
+        execution = decode(item, with_tail=True)
         digests = set(execution.stored_values.values())
         found = {d: v for d in digests if (v := self._value(d)) is not None}
         keys = [{PK: item[PK], SK: {"S": value_key(d)}} for d in sorted(digests - set(found))]
@@ -264,13 +265,12 @@ class ExecutionStore:
             workflow_id=execution.workflow_id,
         )
 
-    def write_history(self, changes: list[tuple[Execution | None, Execution]]) -> None:
-        """Write the history pages these changes (old and new snapshots, from the stream)
-        call for: one when a new version left its run's earlier events out. A page has a
-        fixed key, so writing one twice is harmless."""
-        self._batch_put(
-            [_page_item(old) for old, new in changes if old is not None and _paged(old, new)]
-        )
+    def write_history(self, images: list[tuple[dict[str, Any] | None, dict[str, Any]]]) -> None:
+        """Write the history pages these stream records (old and new image) call for: one
+        when a new version left out the events its old version carried. A page has a fixed
+        key, so writing one twice is harmless."""
+        pages = (_page_item(old) for old, new in images if old is not None and _paged(old, new))
+        self._batch_put([page for page in pages if page is not None])
 
     def _batch_put(self, items: list[dict[str, Any]]) -> None:
         requests = [{"PutRequest": {"Item": item}} for item in items]
@@ -348,7 +348,7 @@ class ExecutionStore:
                     key = (workflow_id, sk.split("#")[1])
                     pages.setdefault(key, []).append((sk, _page_events(item)))
                 elif "doc" in item:
-                    execution = decode(item)
+                    execution = decode(item, with_tail=True)
                     carried[(workflow_id, execution.run_id)] = _carried(execution)
             if "LastEvaluatedKey" not in page:
                 break
@@ -379,26 +379,21 @@ class ExecutionStore:
 
 
 def _current_item(execution: Execution) -> dict[str, Any]:
-    """The item of a current run: with the events of earlier versions while they cost no
-    extra write unit, else without them (and ``execution`` then drops them too: the stream
-    function writes them as a page, see :func:`_paged`)."""
-    if not execution.earlier_events:
-        return encode(execution, sk=CURRENT)
-    lean = encode(execution.model_copy(update={"earlier_events": []}), sk=CURRENT)
-    try:
-        full = encode(execution, sk=CURRENT)
-    except PayloadTooLarge:
-        full = lean
-    if write_units(full) <= write_units(lean):
-        return full
-    execution.earlier_events = []
-    return lean
+    """The item of a current run: with the events of earlier versions (``tail``) while they
+    cost no extra write unit, else without them (and ``execution`` then drops them too: the
+    stream function writes them as a page, see :func:`_paged`)."""
+    item = encode(execution, sk=CURRENT)
+    if "tail" in item:
+        lean = {k: v for k, v in item.items() if k != "tail"}
+        if write_units(item) > write_units(lean):
+            execution.earlier_events = []
+            return lean
+    return item
 
 
-def _paged(old: Execution, new: Execution) -> bool:
-    """Whether ``new`` was written without the events ``old`` carried: only the stream's
-    old image still has them, so they become a page."""
-    return old.run_id == new.run_id and not new.earlier_events and bool(_carried(old))
+def _paged(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether the new image of a run left out the earlier events its old image carried."""
+    return "tail" not in new and old.get(RUN_ID) == new.get(RUN_ID)
 
 
 def _carried(execution: Execution) -> list[Event]:
@@ -406,12 +401,17 @@ def _carried(execution: Execution) -> list[Event]:
     return [e for v in execution.earlier_events for e in v.events] + execution.events
 
 
-def _page_item(old: Execution) -> dict[str, Any]:
-    first = old.earlier_events[0].version if old.earlier_events else old.version
+def _page_item(old: dict[str, Any]) -> dict[str, Any] | None:
+    """The page of the events an old image carried (None if it carried none)."""
+    execution = decode(old, with_tail=True)
+    events = _carried(execution)
+    if not events:
+        return None
+    first = execution.earlier_events[0].version if execution.earlier_events else execution.version
     return {
-        PK: {"S": process_key(old.workflow_id)},
-        SK: {"S": history_key(old.run_id, first)},
-        "events": _pack(_events().dump_json(_carried(old), exclude_defaults=True)),
+        PK: {"S": process_key(execution.workflow_id)},
+        SK: {"S": history_key(execution.run_id, first)},
+        "events": _pack(_events().dump_json(events, exclude_defaults=True)),
     }
 
 
@@ -452,8 +452,10 @@ def encode(execution: Execution, *, sk: str) -> dict[str, Any]:
     """The stored item of a snapshot. The snapshot is one compressed JSON attribute (fast
     to read and write); a few fields are copied to top-level attributes for conditions and
     filters."""
-    stored = {"data_attributes": set(execution.stored_values)} if execution.stored_values else None
-    doc = _pack(execution.model_dump_json(exclude_defaults=True, exclude=stored).encode())
+    left_out: dict[str, Any] = {"earlier_events": True}
+    if execution.stored_values:
+        left_out["data_attributes"] = set(execution.stored_values)
+    doc = _pack(execution.model_dump_json(exclude_defaults=True, exclude=left_out).encode())
     if len(doc["B"]) > MAX_SNAPSHOT_BYTES:
         raise PayloadTooLarge(
             f"process {execution.workflow_id!r} would grow to {len(doc['B'])} bytes "
@@ -469,6 +471,8 @@ def encode(execution: Execution, *, sk: str) -> dict[str, Any]:
         TYPE: {"S": execution.workflow_type},
         "doc": doc,
     }
+    if execution.earlier_events:
+        item["tail"] = _pack(_tail().dump_json(execution.earlier_events, exclude_defaults=True))
     if execution.search_attributes:
         item[SEARCH_ATTRIBUTES] = {
             "M": {k: _indexed(v) for k, v in execution.search_attributes.items()}
@@ -514,10 +518,19 @@ def _literal(value: str | int | float | bool) -> dict[str, Any]:
     return {"N": repr(value)}
 
 
-def decode(item: dict[str, Any]) -> Execution:
-    """The snapshot an item holds, without the values kept in their own items (enough for
-    the stream function; :class:`ExecutionStore` reads fill them in)."""
-    return Execution.model_validate_json(_unpack(item["doc"]))
+def decode(item: dict[str, Any], *, with_tail: bool = False) -> Execution:
+    """The snapshot an item holds, without the values kept in their own items (the
+    store's reads fill them in) and, unless asked, without the events of earlier versions:
+    the stream function needs neither, and they are most of the work of reading it."""
+    execution = Execution.model_validate_json(_unpack(item["doc"]))
+    if with_tail and "tail" in item:
+        execution.earlier_events = _tail().validate_json(_unpack(item["tail"]))
+    return execution
+
+
+@functools.cache
+def _tail() -> TypeAdapter[list[VersionEvents]]:
+    return TypeAdapter(list[VersionEvents])
 
 
 @functools.cache
