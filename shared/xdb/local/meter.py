@@ -14,10 +14,11 @@ capacity is computed from item sizes by DynamoDB's rules:
 Lambda is priced from invocations and a duration model (the local runtime runs handlers
 in-process over moto, so wall time says little about Lambda's): each invocation is billed
 ``BASE_MS`` of engine code, ``AWS_REQUEST_MS`` per AWS request it makes, the time the
-engine sleeps (a long poll between its reads, a backoff), and for each worker call one round trip (``AWS_REQUEST_MS`` again) plus the time the worker says it took
-(its ``Server-Timing`` header; the call's measured wall time when it sends none). The
-worker's own figure is used because the engine's measured time here includes waiting for
-the other handlers' threads in this one process, which a Lambda invocation never does.
+engine sleeps (a long poll between its reads, a backoff), and for each worker call one
+round trip (``AWS_REQUEST_MS`` again) plus the time the worker says it took (its
+``Server-Timing`` header; the call's measured wall time when it sends none). The worker's
+own figure is used because the engine's measured time here includes waiting for the other
+handlers' threads in this one process, which a Lambda invocation never does.
 The prices and their sources are in docs/cost.md.
 """
 
