@@ -68,6 +68,9 @@ def test_a_growing_process_pages_its_history_and_loses_or_doubles_nothing(
     run_id = run_chain(harness, worker, size=400)
     assert_whole_history(harness, run_id)
     assert 2 <= pages(harness, "wf", run_id) < len(STATES)
+    # The soak's one-pass read of every history agrees.
+    whole = harness.history("wf", run_id)
+    assert harness.engine.store.all_history() == {("wf", run_id): whole}
 
 
 def test_a_snapshot_reads_from_a_lambda_event_and_from_boto3_alike(harness: Harness) -> None:

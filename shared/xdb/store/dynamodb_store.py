@@ -44,6 +44,7 @@ from xdb.store import user_rows
 from xdb.store.capacity import write_units
 from xdb.store.table import (
     CURRENT,
+    HISTORY,
     PK,
     RUN_ID,
     SEARCH_ATTRIBUTES,
@@ -344,7 +345,7 @@ class ExecutionStore:
             page = self._ddb.scan(**kwargs)
             for item in page.get("Items", []):
                 workflow_id, sk = item[PK]["S"].removeprefix(process_key("")), item[SK]["S"]
-                if sk.startswith(history_prefix("")):
+                if sk.startswith(HISTORY):
                     key = (workflow_id, sk.split("#")[1])
                     pages.setdefault(key, []).append((sk, _page_events(item)))
                 elif "doc" in item:

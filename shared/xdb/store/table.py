@@ -102,8 +102,11 @@ def archive_key(run_id: str) -> str:
     return f"{CURRENT}#{run_id}"
 
 
+HISTORY = "H#"
+
+
 def history_prefix(run_id: str) -> str:
-    return f"H#{run_id}#"
+    return f"{HISTORY}{run_id}#"
 
 
 def history_key(run_id: str, version: int) -> str:
