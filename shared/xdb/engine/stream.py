@@ -45,7 +45,7 @@ def handle_batch(engine: Engine, records: list[dict[str, Any]]) -> list[str]:
         cancelled += cancelled_for(old, new)
         changed.append(new)
         dynamodb = record["dynamodb"]
-        images.append((dynamodb["OldImage"] if old else None, dynamodb["NewImage"]))
+        images.append((dynamodb["OldImage"] if old is not None else None, dynamodb["NewImage"]))
     try:
         engine.queue.send(tasks, now=engine.clock())
         engine.queue.cancel(cancelled, now=engine.clock())
