@@ -6,7 +6,13 @@ import base64
 import itertools
 from typing import Any
 
+import pytest
+
 from tests.functional.harness import FakeWorker, Harness, complete, decide, incompressible
+from xdb.core.errors import HistoryBehind
+from xdb.core.snapshot import next_version
+from xdb.model.execution import Event, EventKind
+from xdb.store import dynamodb_store
 from xdb.store.dynamodb_store import decode
 from xdb.store.table import CURRENT, history_prefix, process_key
 
@@ -81,3 +87,23 @@ def test_a_snapshot_reads_from_a_lambda_event_and_from_boto3_alike(harness: Harn
     # A Lambda event (and the local stream) carries binary values in base64.
     as_event = {**item, "doc": {"B": base64.b64encode(item["doc"]["B"]).decode()}}
     assert decode(as_event) == decode(item) == harness.engine.store.current("wf")
+
+
+def test_history_waits_for_a_page_still_owed_and_never_doubles_a_version(
+    harness: Harness, monkeypatch: Any
+) -> None:
+    harness.start("wf")
+    store = harness.engine.store
+    execution = store.current("wf")
+    assert execution is not None
+    while execution.owed_page is None:  # versions whose events fill the snapshot's unit
+        execution = next_version(execution)
+        execution.events = [Event(at=1.0, kind=EventKind.RECORDED, detail=incompressible(200))]
+        store.save(execution)
+    monkeypatch.setattr(dynamodb_store, "HISTORY_TRIES", 2)
+    with pytest.raises(HistoryBehind):  # the stream function has not written the page yet
+        store.history(execution)
+    harness.deliver_stream(harness.stream_records())
+    kinds = [e.kind for e in store.history(execution)]
+    assert kinds[:2] == ["PROCESS_STARTED", "STATE_STARTED"]
+    assert kinds.count("RECORDED") == execution.version - 1  # each version once

@@ -99,3 +99,28 @@ def test_small_values_stay_in_the_snapshot(harness: Harness) -> None:
     assert items(harness, value_key("")) == []
     execution = harness.engine.store.current("wf")
     assert execution is not None and execution.data_attributes["note"].data == small
+
+
+def test_two_attributes_with_one_large_value_store_it_once(harness: Harness) -> None:
+    options = initial("a", PROFILE)
+    options["dataAttributes"] += initial("b", PROFILE)["dataAttributes"]
+    harness.start("wf", workflowStartOptions=options)
+    assert len(items(harness, value_key(""))) == 1
+    execution = ExecutionStore(harness.ddb, harness.local.settings.table_name).current("wf")
+    assert execution is not None
+    assert execution.data_attributes["a"] == execution.data_attributes["b"]
+
+
+def test_a_value_that_differs_only_outside_its_data_is_written_again(harness: Harness) -> None:
+    harness.start("wf")
+    store = harness.engine.store
+    read = store.current("wf")
+    assert read is not None
+    first = next_version(read)
+    first.data_attributes["x"] = EncodedObject(encoding="json", data=PROFILE, ext_path="v1")
+    store.save(first)
+    second = next_version(first)
+    second.data_attributes["x"] = EncodedObject(encoding="json", data=PROFILE, ext_path="v2")
+    store.save(second)
+    fresh = ExecutionStore(harness.ddb, harness.local.settings.table_name).current("wf")
+    assert fresh is not None and fresh.data_attributes["x"].ext_path == "v2"

@@ -17,6 +17,7 @@ HTTP_STATUS: list[tuple[type[errors.XdbError], int, ErrorSubStatus]] = [
     (errors.InvalidWorkerAnswer, 420, ErrorSubStatus.WORKER_API_ERROR),
     (errors.LockConflict, 450, ErrorSubStatus.UNCATEGORIZED_SUB_STATUS),
     (errors.VersionConflict, 503, ErrorSubStatus.UNCATEGORIZED_SUB_STATUS),
+    (errors.HistoryBehind, 503, ErrorSubStatus.UNCATEGORIZED_SUB_STATUS),
 ]
 
 

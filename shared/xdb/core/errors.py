@@ -12,6 +12,7 @@ The tree (all under :class:`xdb.core.errors.XdbError`)::
     ├── ProcessClosed         the execution is closed; the request needs it running (400)
     ├── LongPollTimedOut      still running when the wait ended (420)
     ├── VersionConflict       someone else committed first; reload and re-apply
+    ├── HistoryBehind         a history page is still being written; retry (503)
     ├── LockConflict          a locked attribute changed under a worker call (450)
     ├── InvalidWorkerAnswer   the worker answered something the engine cannot apply
     └── WorkerCallFailed      the worker call failed (timeout, 4xx/5xx, bad JSON)
@@ -67,6 +68,12 @@ class LongPollTimedOut(XdbError):
 
 class VersionConflict(XdbError):
     code = "VERSION_CONFLICT"
+
+
+class HistoryBehind(XdbError):
+    """A run's history is not whole yet: the stream function has a page still to write."""
+
+    code = "HISTORY_BEHIND"
 
 
 class LockConflict(XdbError):

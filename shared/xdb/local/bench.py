@@ -199,7 +199,12 @@ def _store_completed(engine: Engine, count: int, states: int) -> None:
     batch: list[dict[str, Any]] = []
     for i in range(count):
         execution = template.model_copy(
-            update={"workflow_id": f"stored-{i}", "run_id": str(uuid.uuid4()), "events": []}
+            update={
+                "workflow_id": f"stored-{i}",
+                "run_id": str(uuid.uuid4()),
+                "events": [],
+                "earlier_events": [],
+            }
         )
         batch.append({"PutRequest": {"Item": encode(execution, sk="RUN")}})
         if len(batch) == 25 or i == count - 1:

@@ -150,6 +150,11 @@ def main(*, processes: int, failure_rate: float, time_limit: float, seed: int = 
         pool.shutdown(wait=True)
         rpcs = [call.result() for call in calls]
         elapsed = time.monotonic() - started
+        # The last versions' history pages are written by the stream function just after.
+        deadline = time.monotonic() + 30
+        while engine.stream.backlog() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)  # the batch in flight
         found = _violations(engine, ids, rpcs)
         print(f"  {processes - len(pending)}/{processes} completed in {elapsed:.0f}s")
         print(f"  worker calls {worker.calls}, failed on purpose {worker.failures}")

@@ -263,3 +263,6 @@ class Execution(Domain):
     # in the snapshot while it has room in the write units it needs anyway.
     events: list[Event] = []
     earlier_events: list[VersionEvents] = []
+    # The first version of the history page the last left-out events went to: until the
+    # stream function has written it, the history is not whole (see ExecutionStore.history).
+    owed_page: int | None = None

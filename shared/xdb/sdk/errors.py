@@ -145,6 +145,7 @@ _BY_CODE: dict[str, type[ClientError]] = {
     "WORKER_API_ERROR": RpcFailed,
     "LOCK_CONFLICT": LockConflict,
     "VERSION_CONFLICT": EngineUnavailable,
+    "HISTORY_BEHIND": EngineUnavailable,
 }
 _BY_STATUS: dict[int, type[ClientError]] = {
     400: InvalidRequest,

@@ -22,6 +22,7 @@ import functools
 import hashlib
 import json
 import threading
+import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -30,7 +31,13 @@ from typing import Any
 from botocore.exceptions import ClientError
 from pydantic import TypeAdapter
 
-from xdb.core.errors import BadRequest, GlobalRowExists, PayloadTooLarge, VersionConflict
+from xdb.core.errors import (
+    BadRequest,
+    GlobalRowExists,
+    HistoryBehind,
+    PayloadTooLarge,
+    VersionConflict,
+)
 from xdb.core.search_query import SearchQuery
 from xdb.model.execution import Event, Execution, GlobalBinding, VersionEvents
 from xdb.model.wire import (
@@ -64,6 +71,8 @@ MAX_SNAPSHOT_BYTES = 380_000
 # Data attribute values this long or longer are kept in items of their own: half a write
 # unit that a transition would otherwise write again each time.
 OFFLOAD_BYTES = 512
+# How long a history read waits for the page the stream function is about to write.
+HISTORY_TRIES, HISTORY_WAIT = 30, 0.1
 # How much of those values a store keeps in memory (they never change: no invalidation).
 CACHED_VALUE_BYTES = 32 * 1024 * 1024
 
@@ -149,16 +158,17 @@ class ExecutionStore:
         """Write the large values of ``execution`` that are not stored yet, and point it at
         every stored one (before its snapshot is written: see the module docstring)."""
         stored: dict[str, str] = {}
-        items = []
+        new: dict[str, EncodedObject] = {}  # by digest: two attributes may hold one value
         for name, value in execution.data_attributes.items():
             if len(value.data or "") < OFFLOAD_BYTES:
                 continue
             stored[name] = digest = _digest(value)
             if execution.stored_values.get(name) != digest:
-                items.append(_value_item(execution.workflow_id, digest, value))
-                self._remember_value(digest, value)
+                new[digest] = value
+        self._batch_put([_value_item(execution.workflow_id, d, v) for d, v in new.items()])
+        for digest, value in new.items():
+            self._remember_value(digest, value)
         execution.stored_values = stored
-        self._batch_put(items)
 
     def _value(self, digest: str) -> EncodedObject | None:
         with self._lock:
@@ -331,15 +341,32 @@ class ExecutionStore:
         return runs, token
 
     def history(self, execution: Execution) -> list[Event]:
-        """Every event of this run so far: its history pages, then its snapshot's."""
-        pages = self._query(process_key(execution.workflow_id), history_prefix(execution.run_id))
-        return [event for item in pages for event in _page_events(item)] + _carried(execution)
+        """Every event of this run so far: its history pages, then its snapshot's.
+
+        The page a version's left-out events go to is written by the stream function a
+        moment after that version: until it is there, this waits (a few seconds at most),
+        then fails rather than answer with a history that misses events."""
+        key = process_key(execution.workflow_id)
+        for _ in range(HISTORY_TRIES):
+            pages = {
+                item[SK]["S"]: item for item in self._query(key, history_prefix(execution.run_id))
+            }
+            owed = execution.owed_page
+            if owed is None or history_key(execution.run_id, owed) in pages:
+                break
+            time.sleep(HISTORY_WAIT)
+        else:
+            raise HistoryBehind(
+                f"the history of {execution.workflow_id!r} is still being written; try again",
+                workflow_id=execution.workflow_id,
+            )
+        return _merged([v for sk in sorted(pages) for v in _page_versions(pages[sk])], execution)
 
     def all_history(self) -> dict[tuple[str, str], list[Event]]:
         """The history of every run, by (workflow id, run id), in one pass over the table.
         For tools (the soak), not for the engine: it reads the whole table."""
-        pages: dict[tuple[str, str], list[tuple[str, list[Event]]]] = {}
-        carried: dict[tuple[str, str], list[Event]] = {}
+        pages: dict[tuple[str, str], list[tuple[str, list[VersionEvents]]]] = {}
+        runs: dict[tuple[str, str], Execution] = {}
         kwargs: dict[str, Any] = {"TableName": self._table}
         while True:
             page = self._ddb.scan(**kwargs)
@@ -347,16 +374,20 @@ class ExecutionStore:
                 workflow_id, sk = item[PK]["S"].removeprefix(process_key("")), item[SK]["S"]
                 if sk.startswith(HISTORY):
                     key = (workflow_id, sk.split("#")[1])
-                    pages.setdefault(key, []).append((sk, _page_events(item)))
+                    pages.setdefault(key, []).append((sk, _page_versions(item)))
                 elif "doc" in item:
                     execution = decode(item, with_tail=True)
-                    carried[(workflow_id, execution.run_id)] = _carried(execution)
+                    key = (workflow_id, execution.run_id)
+                    # The current item wins over an archive of the same run left by a
+                    # replacement whose conditional write then failed.
+                    if key not in runs or sk == CURRENT:
+                        runs[key] = execution
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return {
-            key: [e for _, events in sorted(pages.get(key, [])) for e in events] + events
-            for key, events in carried.items()
+            key: _merged([v for _, vs in sorted(pages.get(key, [])) for v in vs], execution)
+            for key, execution in runs.items()
         }
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
@@ -370,6 +401,7 @@ class ExecutionStore:
             "TableName": self._table,
             "KeyConditionExpression": f"{PK} = :pk AND begins_with({SK}, :prefix)",
             "ExpressionAttributeValues": {":pk": {"S": pk}, ":prefix": {"S": prefix}},
+            "ConsistentRead": True,
         }
         while True:
             page = self._ddb.query(**kwargs)
@@ -387,8 +419,9 @@ def _current_item(execution: Execution) -> dict[str, Any]:
     if "tail" in item:
         lean = {k: v for k, v in item.items() if k != "tail"}
         if write_units(item) > write_units(lean):
+            execution.owed_page = execution.earlier_events[0].version
             execution.earlier_events = []
-            return lean
+            return encode(execution, sk=CURRENT)
     return item
 
 
@@ -397,32 +430,39 @@ def _paged(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return "tail" not in new and old.get(RUN_ID) == new.get(RUN_ID)
 
 
-def _carried(execution: Execution) -> list[Event]:
-    """The events a snapshot carries: earlier versions' not yet paged, then its own."""
-    return [e for v in execution.earlier_events for e in v.events] + execution.events
+def _carried(execution: Execution) -> list[VersionEvents]:
+    """The events a snapshot carries, by version: earlier versions' not yet paged, then its own."""
+    own = [VersionEvents(version=execution.version, events=execution.events)]
+    return execution.earlier_events + (own if execution.events else [])
+
+
+def _merged(paged: list[VersionEvents], execution: Execution) -> list[Event]:
+    """A run's events in version order, each version once: a page written between reading
+    the snapshot and its pages holds versions the snapshot still carries."""
+    by_version = {v.version: v.events for v in paged + _carried(execution)}
+    return [event for version in sorted(by_version) for event in by_version[version]]
 
 
 def _page_item(old: dict[str, Any]) -> dict[str, Any] | None:
     """The page of the events an old image carried (None if it carried none)."""
     execution = decode(old, with_tail=True)
-    events = _carried(execution)
-    if not events:
+    versions = _carried(execution)
+    if not versions:
         return None
-    first = execution.earlier_events[0].version if execution.earlier_events else execution.version
     return {
         PK: {"S": process_key(execution.workflow_id)},
-        SK: {"S": history_key(execution.run_id, first)},
-        "events": _pack(_events().dump_json(events, exclude_defaults=True)),
+        SK: {"S": history_key(execution.run_id, versions[0].version)},
+        "events": _pack(_tail().dump_json(versions, exclude_defaults=True)),
     }
 
 
-def _page_events(item: dict[str, Any]) -> list[Event]:
-    return _events().validate_json(_unpack(item["events"]))
+def _page_versions(item: dict[str, Any]) -> list[VersionEvents]:
+    return _tail().validate_json(_unpack(item["events"]))
 
 
 def _digest(value: EncodedObject) -> str:
-    content = f"{value.encoding or ''}\n{value.data or ''}".encode()
-    return hashlib.sha256(content).hexdigest()[:32]
+    """The digest of exactly what a value item stores."""
+    return hashlib.sha256(value.model_dump_json(exclude_none=True).encode()).hexdigest()[:32]
 
 
 def _value_item(workflow_id: str, digest: str, value: EncodedObject) -> dict[str, Any]:
@@ -532,9 +572,3 @@ def decode(item: dict[str, Any], *, with_tail: bool = False) -> Execution:
 @functools.cache
 def _tail() -> TypeAdapter[list[VersionEvents]]:
     return TypeAdapter(list[VersionEvents])
-
-
-@functools.cache
-def _events() -> TypeAdapter[list[Event]]:
-    # Built on first use, not at import: a schema costs a Lambda cold start ~10 ms.
-    return TypeAdapter(list[Event])
